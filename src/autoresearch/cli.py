@@ -1,0 +1,217 @@
+"""The `autoresearch` command line. Parsing and printing only; the work is done elsewhere."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from autoresearch.config import CONFIG_FILE, load_campaign
+from autoresearch.engine import Engine, Interrupted
+from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.gitcmd import repo_root
+from autoresearch.ledger import Ledger
+from autoresearch.render import Printer, attempts_table, num
+from autoresearch.status import campaign_status, find_state_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def handle_errors(func: F) -> F:
+    """One sentence and an exit code for everything a user can cause; never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except AutoresearchError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}")
+            sys.exit(exc.exit_code)
+        except (KeyboardInterrupt, Interrupted):
+            err_console.print("interrupted")
+            sys.exit(130)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException:
+            raise
+        except Exception as exc:  # a bug of ours: keep the details, show one line
+            fd, path = tempfile.mkstemp(prefix="autoresearch-crash-", suffix=".txt")
+            with open(fd, "w") as handle:
+                traceback.print_exc(file=handle)
+            err_console.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {exc} "
+                f"(details in {path}; please report it)"
+            )
+            sys.exit(70)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _root() -> Path:
+    return repo_root(Path.cwd())
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"Config file (default: {CONFIG_FILE} or [tool.autoresearch] in pyproject.toml).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="autoresearch")
+def main() -> None:
+    """Run improvement campaigns: propose one change, measure it, keep it only if better."""
+
+
+@main.command()
+@config_option
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Total attempts for the campaign (overrides [stop] max_iterations).",
+)
+@click.option("--quiet", is_flag=True, help="Print only the final summary.")
+@handle_errors
+def run(config_path: Path | None, max_iterations: int | None, quiet: bool) -> None:
+    """Run or resume the campaign."""
+    campaign = load_campaign(_root(), config_path)
+    engine = Engine(campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations)
+    try:
+        result = engine.run()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@config_option
+@json_option
+@handle_errors
+def status(config_path: Path | None, as_json: bool) -> None:
+    """Show the campaign's baseline, best and counts (works while it runs)."""
+    data = campaign_status(find_state_dir(_root(), config_path))
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    state = (
+        f"running (pid {data['pid']}, {data['phase']})"
+        if data["running"]
+        else (f"stopped: {data['stop_reason'] or 'never finished'}")
+    )
+    pct = data.get("improvement_pct")
+    console.print(f"[bold]{data['name']}[/] ({data['direction']}) — {state}")
+    console.print(
+        f"baseline {num(data['baseline'])}   best {num(data['best'])}"
+        + ("" if pct is None else f" ({pct:+.2f}%)")
+        + f" at attempt {data['best_iteration']}"
+        + (f" [{data['best_commit'][:10]}]" if data.get("best_commit") else "")
+    )
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(data["counts"].items()))
+    console.print(f"attempts {data['iterations']}: {counts}")
+    console.print(f"branch {data['branch']}   ledger {data['ledger']}")
+
+
+@main.command(name="log")
+@config_option
+@json_option
+@handle_errors
+def log_(config_path: Path | None, as_json: bool) -> None:
+    """List every attempt."""
+    state_dir = find_state_dir(_root(), config_path)
+    records = Ledger(state_dir).records()
+    if as_json:
+        click.echo(json.dumps(records, indent=2))
+        return
+    if not records:
+        console.print("no attempts yet")
+        return
+    console.print(attempts_table(records))
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Overwrite an existing autoresearch.toml.")
+@handle_errors
+def init(force: bool) -> None:
+    """Write a commented autoresearch.toml for this repository."""
+    from autoresearch.init_template import render_init
+
+    root = _root()
+    target = root / CONFIG_FILE
+    if target.exists() and not force:
+        raise ConfigError(f"{CONFIG_FILE} already exists; edit it, or pass --force to replace it.")
+    target.write_text(render_init(root), encoding="utf-8")
+    console.print(
+        f"wrote {target}; edit scope, metric and proposer, then run `autoresearch check`."
+    )
+
+
+@main.command()
+@config_option
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1, max=1000),
+    default=1,
+    help="Run the metric N times and print its spread.",
+)
+@json_option
+@handle_errors
+def check(config_path: Path | None, repeat: int, as_json: bool) -> None:
+    """Validate the config and run metric and guard once on the current commit."""
+    from autoresearch.preflight import run_check
+
+    campaign = load_campaign(_root(), config_path)
+    report = run_check(campaign, repeat=repeat)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "commit": report.commit,
+                    "values": report.values(),
+                    "spread": report.spread(),
+                    "metric_errors": [m.reason for m in report.metric if not m.ok],
+                    "guard": None
+                    if report.guard is None
+                    else {"ok": report.guard.ok, "reason": report.guard.reason},
+                    "harness": report.harness,
+                },
+                indent=2,
+            )
+        )
+        sys.exit(0 if report.ok else 1)
+    console.print(
+        f"config {campaign.display_path()}: ok (campaign '{campaign.name}', "
+        f"commit {report.commit[:10]})"
+    )
+    if report.harness:
+        console.print("harness: " + ", ".join(report.harness))
+    for k, m in enumerate(report.metric, 1):
+        label = f"metric run {k}" if repeat > 1 else "metric"
+        if m.ok:
+            console.print(f"{label}: {num(m.value)} ({m.seconds:.2f} s)")
+        else:
+            console.print(f"[red]{label} failed:[/] {m.reason}; output in {m.stdout_path}")
+    spread = report.spread()
+    if repeat > 1 and spread:
+        console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
+    if report.guard is not None:
+        if report.guard.ok:
+            console.print(f"guard: passed ({report.guard.seconds:.2f} s)")
+        else:
+            console.print(f"[red]guard failed:[/] {report.guard.reason}")
+    sys.exit(0 if report.ok else 1)

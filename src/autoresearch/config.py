@@ -1,0 +1,252 @@
+"""Read `autoresearch.toml` (or `[tool.autoresearch]` in pyproject.toml) into a validated Campaign."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from autoresearch.errors import ConfigError
+from autoresearch.scope import PathMatcher
+
+CONFIG_FILE = "autoresearch.toml"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetricConfig(_Strict):
+    command: str = Field(min_length=1)
+    direction: Literal["minimize", "maximize"]
+    pattern: str | None = None
+    timeout: float = Field(default=600, gt=0)
+    target: float | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _one_group(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"is not a valid regular expression ({exc})") from None
+        if compiled.groups != 1:
+            raise ValueError(
+                f"must have exactly one group around the number, it has {compiled.groups}"
+            )
+        return value
+
+
+class GuardConfig(_Strict):
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=600, gt=0)
+
+
+class StopConfig(_Strict):
+    max_iterations: int = Field(default=20, ge=0)
+    plateau: int = Field(default=0, ge=0)
+    max_minutes: float = Field(default=0, ge=0)
+
+
+class ProposerConfig(BaseModel):
+    """The proposer's own keys are validated by the proposer kind that owns them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str = "command"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class DecisionConfig(_Strict):
+    rule: Literal["strict", "threshold"] = "strict"
+    min_delta: float | str = 0.0
+
+    @field_validator("min_delta")
+    @classmethod
+    def _delta(cls, value: float | str) -> float | str:
+        parse_min_delta(value)
+        return value
+
+
+def parse_min_delta(value: float | str) -> tuple[float, bool]:
+    """Return (amount, is_percent) for `0.01` or `"0.5%"`."""
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return float(value), False
+    text = value.strip()
+    percent = text.endswith("%")
+    try:
+        amount = float(text[:-1] if percent else text)
+    except ValueError:
+        raise ValueError(f"must be a number or a percentage like '0.5%', not {value!r}") from None
+    if amount < 0:
+        raise ValueError("must not be negative")
+    return amount, percent
+
+
+class CampaignConfig(_Strict):
+    name: str
+    goal: str = ""
+    instructions: str | None = None
+    scope: list[str] = Field(min_length=1)
+    harness: list[str] = Field(default_factory=list)
+    share: list[str] = Field(default_factory=list)
+    metric: MetricConfig
+    guard: GuardConfig | None = None
+    stop: StopConfig = Field(default_factory=StopConfig)
+    proposer: ProposerConfig = Field(default_factory=ProposerConfig)
+    decision: DecisionConfig = Field(default_factory=DecisionConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_RE.match(value) or ".." in value or value.endswith((".lock", ".")):
+            raise ValueError(
+                "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("scope", "harness", "share")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.strip():
+                raise ValueError("must not contain empty patterns")
+            if pattern.startswith("/") or any(part == ".." for part in pattern.split("/")):
+                raise ValueError(f"{pattern!r} must be relative to the repository, without '..'")
+            if (
+                pattern.startswith(".autoresearch")
+                or pattern == ".git"
+                or pattern.startswith(".git/")
+            ):
+                raise ValueError(f"{pattern!r} names a folder the engine owns")
+        return value
+
+    @model_validator(mode="after")
+    def _overlap(self) -> CampaignConfig:
+        harness = PathMatcher(self.harness)
+        for pattern in self.scope:
+            if not any(ch in pattern for ch in "*?[") and harness.matches(pattern.rstrip("/")):
+                raise ValueError(
+                    f"{pattern!r} is both in scope and in harness; a file the proposer may "
+                    "change cannot be part of its judge"
+                )
+        return self
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A validated configuration plus where it came from."""
+
+    config: CampaignConfig
+    root: Path
+    config_path: Path
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".autoresearch" / self.config.name
+
+    def display_path(self) -> str:
+        try:
+            return str(self.config_path.relative_to(self.root))
+        except ValueError:
+            return str(self.config_path)
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+        elif item in ("function-after", "function-before") or str(item).startswith(
+            ("literal[", "function-")
+        ):
+            continue
+        else:
+            parts.append(str(item))
+    return ".".join(parts) or "(top level)"
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    key = _format_loc(tuple(err.get("loc", ())))
+    kind = err.get("type", "")
+    msg = str(err.get("msg", "is invalid"))
+    msg = msg.removeprefix("Value error, ")
+    if kind == "missing":
+        return f"{source}: key '{key}' is missing; add it (see `autoresearch init` for an example)."
+    if kind == "extra_forbidden":
+        return f"{source}: key '{key}' is not a known setting; remove it or check its spelling."
+    shown = err.get("input")
+    got = "" if isinstance(shown, dict | list) else f" (got {shown!r})"
+    return f"{source}: key '{key}': {msg[0].lower() + msg[1:]}{got}; fix it and run again."
+
+
+def find_config(root: Path, explicit: Path | None) -> tuple[Path, dict[str, Any]]:
+    """Locate and parse the configuration; return its path and the raw table."""
+    if explicit is not None:
+        path = explicit if explicit.is_absolute() else Path.cwd() / explicit
+        if not path.is_file():
+            raise ConfigError(f"{explicit}: no such config file; check the --config path.")
+        candidates = [path]
+    else:
+        candidates = [root / CONFIG_FILE, root / "pyproject.toml"]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{path.name}: cannot be read ({exc}); check its permissions."
+            ) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path.name}: is not valid TOML ({exc}); fix the syntax.") from None
+        if path.name == "pyproject.toml" and explicit is None:
+            table = data.get("tool", {}).get("autoresearch")
+            if table is None:
+                continue
+            if not isinstance(table, dict):
+                raise ConfigError("pyproject.toml: [tool.autoresearch] must be a table.")
+            return path, table
+        if path.name == "pyproject.toml" and "tool" in data and "autoresearch" in data["tool"]:
+            return path, data["tool"]["autoresearch"]
+        return path, data
+    raise ConfigError(
+        f"no {CONFIG_FILE} (or [tool.autoresearch] in pyproject.toml) in {root}; "
+        "run `autoresearch init` to write one."
+    )
+
+
+def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
+    try:
+        return CampaignConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
+
+
+def load_campaign(root: Path, explicit: Path | None = None) -> Campaign:
+    path, data = find_config(root, explicit)
+    source = path.name if path.parent == root else str(path)
+    config = parse_config(source, data)
+    if config.instructions is not None:
+        instructions = root / config.instructions
+        if not instructions.is_file():
+            raise ConfigError(
+                f"{source}: key 'instructions' names {config.instructions}, which does not "
+                "exist; create it or remove the key."
+            )
+    return Campaign(config=config, root=root, config_path=path)

@@ -1,0 +1,36 @@
+"""Where measurements run. The engine asks an executor to run a metric or guard command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One run of a metric or guard command."""
+
+    outcome: str  # "ok", "crash" or "timeout"
+    value: float | None
+    seconds: float
+    reason: str
+    stdout_path: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    command: str
+    timeout: float
+    pattern: str | None = None
+    parse: bool = True  # False for guards: only the exit code counts
+
+
+class Executor(Protocol):
+    def run(
+        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
+    ) -> Measurement: ...

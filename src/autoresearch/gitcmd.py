@@ -1,0 +1,113 @@
+"""A thin, explicit wrapper around the git command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from autoresearch.errors import GitError
+
+_SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "autoresearch",
+    "GIT_AUTHOR_EMAIL": "autoresearch@localhost",
+    "GIT_COMMITTER_NAME": "autoresearch",
+    "GIT_COMMITTER_EMAIL": "autoresearch@localhost",
+}
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_LITERAL_PATHSPECS"] = "1"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def require_git() -> str:
+    exe = shutil.which("git")
+    if exe is None:
+        raise GitError("git is not installed or not on PATH; install git and run again.")
+    return exe
+
+
+class Git:
+    """Runs git in one directory with fixed configuration flags."""
+
+    def __init__(self, cwd: Path, config: Sequence[str] = ()) -> None:
+        self.cwd = cwd
+        self.exe = require_git()
+        self.prefix = [self.exe]
+        for item in config:
+            self.prefix += ["-c", item]
+        self.env = git_env()
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        extra_env: dict[str, str] | None = None,
+    ) -> str:
+        return self.run_bytes(*args, input=input, check=check, extra_env=extra_env).decode(
+            "utf-8", errors="surrogateescape"
+        )
+
+    def run_bytes(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        check: bool = True,
+        extra_env: dict[str, str] | None = None,
+    ) -> bytes:
+        env = self.env if extra_env is None else {**self.env, **extra_env}
+        proc = subprocess.run(
+            [*self.prefix, *args],
+            cwd=self.cwd,
+            env=env,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+        )
+        if check and proc.returncode != 0:
+            message = proc.stderr.decode(errors="replace").strip().splitlines()
+            detail = message[-1] if message else f"exit code {proc.returncode}"
+            raise GitError(f"git {args[0]} failed in {self.cwd}: {detail}")
+        return proc.stdout
+
+    def ok(self, *args: str) -> bool:
+        return (
+            subprocess.run(
+                [*self.prefix, *args],
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+            ).returncode
+            == 0
+        )
+
+    def rev(self, ref: str) -> str | None:
+        out = self.run("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).strip()
+        return out or None
+
+
+def repo_root(start: Path) -> Path:
+    """The top of the git work tree that contains `start`."""
+    require_git()
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=start,
+        env=git_env(),
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        raise GitError(
+            f"{start} is not inside a git repository; run `git init` and commit your code first."
+        )
+    return Path(proc.stdout.decode().strip()).resolve()

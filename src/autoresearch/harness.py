@@ -1,0 +1,222 @@
+"""Run a command the way the engine trusts: own process group, timeout, bounded logs.
+
+Also reads the number a metric printed and fingerprints the harness files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+LOG_CAP_BYTES = 4 * 1024 * 1024  # per stream: half head, half tail
+KILL_GRACE_SECONDS = 2.0
+NUMBER_RE = re.compile(
+    r"(?<![\w.])[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w])",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout_path: Path
+    stderr_path: Path
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def stdout_text(self) -> str:
+        return _read_text(self.stdout_path)
+
+    def stderr_tail(self, lines: int = 1) -> str:
+        text = _read_text(self.stderr_path).strip().splitlines()
+        return " | ".join(line.strip() for line in text[-lines:] if line.strip())[:400]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+class _Pump(threading.Thread):
+    """Copies a pipe to a file, keeping the first and last `cap/2` bytes only."""
+
+    def __init__(self, source: BinaryIO, dest: Path, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.source = source
+        self.dest = dest
+        self.head_limit = cap // 2
+        self.tail_limit = cap - self.head_limit
+        self.total = 0
+
+    def run(self) -> None:
+        tail: deque[bytes] = deque()
+        tail_size = 0
+        with open(self.dest, "wb") as out:
+            while True:
+                try:
+                    chunk = self.source.read1(65536)  # type: ignore[attr-defined]
+                except (OSError, ValueError):
+                    break
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                room = self.head_limit - out.tell() if not tail else 0
+                if room > 0:
+                    out.write(chunk[:room])
+                    chunk = chunk[room:]
+                if chunk:
+                    tail.append(chunk)
+                    tail_size += len(chunk)
+                    while tail_size - len(tail[0]) >= self.tail_limit:
+                        tail_size -= len(tail.popleft())
+            if tail:
+                written = out.tell()
+                omitted = self.total - written - tail_size
+                if omitted > 0:
+                    out.write(f"\n[... {omitted} bytes omitted ...]\n".encode())
+                for chunk in tail:
+                    out.write(chunk)
+        try:
+            self.source.close()
+        except OSError:
+            pass
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_command(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    log_cap: int = LOG_CAP_BYTES,
+) -> CommandResult:
+    """Run `command` with bash in its own process group; never leave processes behind."""
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    pumps = [
+        _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
+        _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]
+    ]
+    for pump in pumps:
+        pump.start()
+    timed_out = False
+    interrupted = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=KILL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+    except BaseException:
+        interrupted = True
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KILL_GRACE_SECONDS)
+        except BaseException:
+            pass
+        raise
+    finally:
+        # Whatever the command left running in its group goes with it.
+        _kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for pump in pumps:
+            pump.join(timeout=5)
+            if pump.is_alive():
+                # A process that left the group still holds the pipe open.
+                try:
+                    pump.source.close()
+                except OSError:
+                    pass
+    return CommandResult(
+        returncode=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - start,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+        interrupted=interrupted,
+    )
+
+
+class MetricParseError(ValueError):
+    """The metric output holds no usable number."""
+
+
+def extract_number(text: str, pattern: str | None) -> float:
+    """The number the metric printed: the last match of `pattern`, else the last number."""
+    if pattern is not None:
+        matches = list(re.finditer(pattern, text, re.MULTILINE))
+        if not matches:
+            raise MetricParseError(f"no line matched the pattern {pattern!r}")
+        raw = matches[-1].group(1)
+        if raw is None:
+            raise MetricParseError(f"the pattern {pattern!r} matched but its group is empty")
+    else:
+        numbers = NUMBER_RE.findall(text)
+        if not numbers:
+            raise MetricParseError("printed no number on stdout")
+        raw = numbers[-1]
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise MetricParseError(f"printed {raw.strip()!r}, which is not a number") from None
+    if not math.isfinite(value):
+        raise MetricParseError(f"printed {raw.strip()}, which is not a finite number")
+    return value
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        if path.is_symlink():
+            digest.update(b"symlink:" + os.readlink(path).encode())
+            return digest.hexdigest()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return "missing"
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

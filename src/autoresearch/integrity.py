@@ -1,0 +1,82 @@
+"""Harness fingerprints: what the judge is made of, hashed once and verified before each run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoresearch.config import Campaign
+from autoresearch.errors import ConfigError
+from autoresearch.gitcmd import Git
+from autoresearch.harness import sha256_file, sha256_text
+from autoresearch.scope import PathMatcher
+
+CONFIG_KEY = "<config>"
+
+
+def judge_settings(campaign: Campaign) -> str:
+    """The settings that define the judge: a change to them invalidates earlier numbers."""
+    cfg = campaign.config
+    data = {
+        "metric": cfg.metric.model_dump(),
+        "guard": cfg.guard.model_dump() if cfg.guard else None,
+        "decision": cfg.decision.model_dump(),
+        "harness": cfg.harness,
+    }
+    return json.dumps(data, sort_keys=True)
+
+
+def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
+    """Expand the `harness` globs over the files of the workspace."""
+    cfg = campaign.config
+    if not cfg.harness:
+        return []
+    raw = Git(workspace).run_bytes("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    files = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
+    matcher = PathMatcher(cfg.harness)
+    found = sorted(p for p in files if matcher.matches(p))
+    for pattern in cfg.harness:
+        if (
+            not any(PathMatcher([pattern]).matches(p) for p in found)
+            and not (workspace / pattern).exists()
+        ):
+            raise ConfigError(
+                f"{campaign.display_path()}: key 'harness': {pattern!r} matches no file in the "
+                "repository; fix the pattern or commit the file."
+            )
+    scope = PathMatcher(cfg.scope)
+    for path in found:
+        if scope.matches(path):
+            raise ConfigError(
+                f"{campaign.display_path()}: {path} is both in scope and in harness; a file the "
+                "proposer may change cannot be part of its judge. Narrow 'scope' or 'harness'."
+            )
+    return found
+
+
+@dataclass
+class Fingerprint:
+    files: dict[str, str] = field(default_factory=dict)
+    settings: str = ""
+    config_hash: str = ""
+
+    @classmethod
+    def take(cls, campaign: Campaign, workspace: Path, paths: list[str]) -> Fingerprint:
+        return cls(
+            files={p: sha256_file(workspace / p) for p in paths},
+            settings=sha256_text(judge_settings(campaign)),
+            config_hash=sha256_file(campaign.config_path),
+        )
+
+    def changed(self, campaign: Campaign, workspace: Path) -> str | None:
+        """Name the first harness file (or the config) that differs, else None."""
+        if sha256_file(campaign.config_path) != self.config_hash:
+            return campaign.display_path()
+        for path, digest in self.files.items():
+            if sha256_file(workspace / path) != digest:
+                return path
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {"files": self.files, "settings": self.settings}

@@ -1,0 +1,92 @@
+"""`autoresearch check`: run the metric and guard once on HEAD, exactly as a campaign would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoresearch.config import Campaign
+from autoresearch.executors import CommandSpec, LocalExecutor, Measurement
+from autoresearch.gitcmd import Git
+from autoresearch.integrity import harness_files
+from autoresearch.proposers import parse_options
+from autoresearch.workspace import Workspace, ensure_state_dir, head_of
+
+
+@dataclass
+class CheckReport:
+    commit: str
+    metric: list[Measurement] = field(default_factory=list)
+    guard: Measurement | None = None
+    harness: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(m.ok for m in self.metric) and (self.guard is None or self.guard.ok)
+
+    def values(self) -> list[float]:
+        return [m.value for m in self.metric if m.value is not None]
+
+    def spread(self) -> dict[str, float]:
+        values = self.values()
+        if not values:
+            return {}
+        median = statistics.median(values)
+        return {
+            "median": median,
+            "mad": statistics.median(abs(v - median) for v in values),
+            "min": min(values),
+            "max": max(values),
+        }
+
+
+def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
+    """Validate everything that can be validated, then measure HEAD in a scratch worktree."""
+    cfg = campaign.config
+    parse_options(cfg.proposer, campaign.display_path())
+    commit = head_of(campaign.root)
+    ensure_state_dir(campaign.root)
+    scratch = campaign.state_dir / f"check-{os.getpid()}"
+    campaign.state_dir.mkdir(parents=True, exist_ok=True)
+    repo = Git(campaign.root)
+    repo.run("worktree", "add", "-q", "--detach", "-f", str(scratch), commit)
+    try:
+        view = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
+        view.path = scratch
+        view.link_shares()
+        report = CheckReport(commit=commit, harness=harness_files(campaign, scratch))
+        executor = LocalExecutor()
+        env = dict(os.environ)
+        env["AUTORESEARCH_ITERATION"] = "0"
+        env["AUTORESEARCH_WORKSPACE"] = str(scratch)
+        logs = campaign.state_dir / "logs"
+        spec = CommandSpec(cfg.metric.command, cfg.metric.timeout, cfg.metric.pattern)
+        for k in range(repeat):
+            report.metric.append(
+                executor.run(
+                    spec, workspace=scratch, env=env, log_stem=logs / f"check-metric-{k + 1}"
+                )
+            )
+            if not report.metric[-1].ok:
+                break
+        if cfg.guard is not None and report.metric[-1].ok:
+            guard = CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False)
+            report.guard = executor.run(
+                guard, workspace=scratch, env=env, log_stem=logs / "check-guard"
+            )
+        return report
+    finally:
+        repo.run("worktree", "remove", "--force", str(scratch), check=False)
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+        repo.run("worktree", "prune", check=False)
+
+
+def relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,64 @@
+"""`kind = "command"`: a shell command edits the workspace (an agent CLI, a script)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autoresearch.harness import run_command
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+
+
+class CommandOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=1800, gt=0)
+
+
+def description_from(text: str) -> str:
+    """The proposer's own summary: the last non-empty line it printed, shortened."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line:
+            return line[:200]
+    return ""
+
+
+class CommandProposer:
+    def __init__(self, options: CommandOptions) -> None:
+        self.options = options
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        stem = f"{ctx.iteration:04d}-proposer"
+        description_file = ctx.log_dir / f"{ctx.iteration:04d}-description.txt"
+        description_file.unlink(missing_ok=True)
+        env = {**ctx.env, "AUTORESEARCH_DESCRIPTION_FILE": str(description_file)}
+        result = run_command(
+            self.options.command,
+            cwd=ctx.workspace,
+            env=env,
+            timeout=self.options.timeout,
+            stdout_path=ctx.log_dir / f"{stem}.out",
+            stderr_path=ctx.log_dir / f"{stem}.err",
+        )
+        description = ""
+        if description_file.is_file():
+            description = description_from(description_file.read_text(errors="replace"))
+        if not description:
+            description = description_from(result.stdout_text())
+        proposal = Proposal(description=description, output_path=str(result.stdout_path))
+        if result.timed_out:
+            proposal.timed_out = True
+            proposal.reason = f"the proposer timed out after {self.options.timeout:g} s"
+        elif result.returncode != 0:
+            proposal.failed = True
+            tail = result.stderr_tail()
+            proposal.reason = f"the proposer exited with code {result.returncode}" + (
+                f": {tail}" if tail else ""
+            )
+        return proposal
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,257 @@
+"""The engine's own git worktree: candidates are committed, refs kept, roll-backs exact.
+
+The branch `autoresearch/<name>` moves only when a candidate is kept; every attempt's
+commit stays reachable under `refs/autoresearch/<name>/<iteration>`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoresearch.errors import GitError
+from autoresearch.gitcmd import IDENTITY, Git
+
+# Caches that tools write as a side effect; never a proposer's change.
+TOOL_CACHES = (
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".ipynb_checkpoints/",
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    status: str  # A, M, D or T, as git reports it
+    path: str
+
+
+@dataclass
+class Candidate:
+    tree: str
+    changes: list[Change] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    head_moved: bool = False
+
+    @property
+    def paths(self) -> list[str]:
+        return [c.path for c in self.changes]
+
+
+def _split_nul(raw: bytes) -> list[str]:
+    return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
+
+
+class Workspace:
+    def __init__(self, root: Path, name: str, state_dir: Path, share: list[str]) -> None:
+        self.root = root
+        self.name = name
+        self.state_dir = state_dir
+        self.path = state_dir / "worktree"
+        self.branch = f"autoresearch/{name}"
+        self.branch_ref = f"refs/heads/{self.branch}"
+        self.ref_prefix = f"refs/autoresearch/{name}"
+        self.share = [s.strip().rstrip("/") for s in share]
+        self.exclude_file = state_dir / "exclude"
+        self.repo = Git(root)
+        self._git: Git | None = None
+
+    @property
+    def git(self) -> Git:
+        if self._git is None:
+            self._git = Git(
+                self.path,
+                config=[
+                    f"core.excludesFile={self.exclude_file}",
+                    "core.autocrlf=false",
+                    "core.safecrlf=false",
+                    "core.hooksPath=/dev/null",
+                    "gc.auto=0",
+                    "advice.detachedHead=false",
+                ],
+            )
+        return self._git
+
+    # -- setup -------------------------------------------------------------------------
+
+    def attempt_ref(self, iteration: int) -> str:
+        return f"{self.ref_prefix}/{iteration}"
+
+    def branch_commit(self) -> str | None:
+        return self.repo.rev(self.branch_ref)
+
+    def ensure(self, start: str) -> None:
+        """Create or repair the worktree so it exists, on our branch, at `start`."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.exclude_file.write_text(
+            "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES),
+            encoding="utf-8",
+        )
+        if self.branch_commit() is None:
+            self.repo.run("update-ref", self.branch_ref, start)
+        if not (self.path / ".git").exists():
+            self.repo.run("worktree", "prune")
+            if self.path.exists():
+                shutil.rmtree(self.path)
+            self.repo.run("worktree", "add", "-q", "-f", str(self.path), self.branch)
+            self.git.run("update-index", "--untracked-cache", check=False)
+        self.reset_to(start)
+        self.link_shares()
+
+    def link_shares(self) -> None:
+        for item in self.share:
+            source = self.root / item
+            target = self.path / item
+            if not source.exists() or target.is_symlink() or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+
+    def remove(self) -> None:
+        if self.path.exists():
+            self.repo.run("worktree", "remove", "--force", str(self.path), check=False)
+            if self.path.exists():
+                shutil.rmtree(self.path, ignore_errors=True)
+        self.repo.run("worktree", "prune", check=False)
+
+    # -- state -------------------------------------------------------------------------
+
+    def tree_of(self, commit: str) -> str:
+        return self.git.run("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def reset_to(self, commit: str) -> None:
+        """Point the branch at `commit` and make the worktree exactly that commit."""
+        git = self.git
+        git.run("symbolic-ref", "HEAD", self.branch_ref)
+        git.run("update-ref", "--no-deref", self.branch_ref, commit)
+        self.restore()
+
+    def restore(self) -> None:
+        """Drop everything in the worktree that is not in the branch's commit."""
+        git = self.git
+        git.run("reset", "-q", "--hard", "HEAD")
+        args = ["clean", "-ffdxq"]
+        for item in self.share:
+            args += ["-e", f"/{item}"]
+        git.run(*args)
+
+    def head_state(self) -> tuple[str | None, str | None]:
+        symbolic = self.git.run("symbolic-ref", "-q", "HEAD", check=False).strip() or None
+        return symbolic, self.git.rev("HEAD")
+
+    # -- attempts ----------------------------------------------------------------------
+
+    def collect(self, incumbent: str, incumbent_tree: str) -> Candidate:
+        """Stage what the proposer left in the worktree and describe it against the incumbent.
+
+        The engine never trusts HEAD: if the proposer committed, reset or switched
+        branches, the refs are put back and its work is judged as plain changes.
+        """
+        git = self.git
+        symbolic, head = self.head_state()
+        moved = symbolic != self.branch_ref or head != incumbent
+        if moved:
+            git.run("symbolic-ref", "HEAD", self.branch_ref)
+            git.run("update-ref", "--no-deref", self.branch_ref, incumbent)
+        raw = git.run_bytes(
+            "status", "--porcelain=v1", "-z", "--no-renames", "-uall", "--ignored=matching"
+        )
+        dirty: list[str] = []
+        ignored: list[str] = []
+        for entry in _split_nul(raw):
+            code, path = entry[:2], entry[3:]
+            if code == "!!":
+                if path.rstrip("/") not in self.share:
+                    ignored.append(path)
+            else:
+                dirty.append(path)
+        if moved or dirty:
+            git.run_bytes(
+                "add",
+                "-A",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in dirty)
+                if not moved
+                else b".",
+            )
+        tree = git.run("write-tree").strip()
+        changes: list[Change] = []
+        if tree != incumbent_tree:
+            out = git.run_bytes(
+                "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
+            )
+            items = _split_nul(out)
+            changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
+
+    def commit(self, candidate: Candidate, parent: str, message: str, iteration: int) -> str:
+        commit = self.git.run(
+            "commit-tree", candidate.tree, "-p", parent, "-m", message, extra_env=IDENTITY
+        ).strip()
+        self.git.run("update-ref", self.attempt_ref(iteration), commit)
+        return commit
+
+    def detach(self, commit: str) -> None:
+        """Point HEAD at `commit` without touching files (index and tree already match)."""
+        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+
+    def drop_ignored(self, paths: list[str]) -> None:
+        """Remove ignored files the proposer made, so the measured tree is the commit."""
+        for rel in paths:
+            target = self.path / rel.rstrip("/")
+            if target.is_symlink() or target.is_file():
+                target.unlink(missing_ok=True)
+            elif target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+
+    def advance(self, commit: str, expected: str) -> None:
+        """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
+        self.git.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
+
+    def record_ref(self, iteration: int, commit: str) -> None:
+        self.git.run("update-ref", self.attempt_ref(iteration), commit)
+
+    def escapes(self, rel: str) -> bool:
+        """True when `rel` is a symlink whose target lies outside the worktree."""
+        target = self.path / rel
+        if not target.is_symlink():
+            return False
+        resolved = os.path.realpath(target)
+        base = os.path.realpath(self.path)
+        return not (resolved == base or resolved.startswith(base + os.sep))
+
+
+def head_of(root: Path) -> str:
+    repo = Git(root)
+    commit = repo.rev("HEAD")
+    if commit is None:
+        raise GitError(
+            f"the repository at {root} has no commits yet; commit your code first "
+            "(git add -A && git commit -m baseline)."
+        )
+    return commit
+
+
+def checkout_fingerprint(root: Path) -> str:
+    """A cheap summary of the user's checkout: HEAD plus `git status`."""
+    repo = Git(root)
+    head = repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    status = repo.run("status", "--porcelain=v1", "-z", "-uall", check=False)
+    return head + "\0" + status
+
+
+def ensure_state_dir(root: Path) -> Path:
+    """Create `.autoresearch/` so that it ignores itself."""
+    base = root / ".autoresearch"
+    base.mkdir(exist_ok=True)
+    ignore = base / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return base
