@@ -1,4 +1,4 @@
-"""Read `autoresearch.toml` (or `[tool.autoresearch]` in pyproject.toml) into a validated Campaign."""
+"""Read `autoresearch.toml` (or pyproject's `[tool.autoresearch]`) into a validated Campaign."""
 
 from __future__ import annotations
 

@@ -1,0 +1,3 @@
+from autoresearch.cli import main
+
+main()
