@@ -30,8 +30,18 @@ def test_toy_campaign_reaches_target_and_leaves_checkout_untouched(toy: Path, cl
     assert [r["iteration"] for r in records] == list(range(8))
     assert [r["metric"] for r in records] == [7, 4, 6, 2, None, None, None, 0]
     for record in records:
-        for key in ("iteration", "status", "metric", "commit", "parent", "files", "description",
-                    "utc", "propose_seconds", "measure_seconds"):
+        for key in (
+            "iteration",
+            "status",
+            "metric",
+            "commit",
+            "parent",
+            "files",
+            "description",
+            "utc",
+            "propose_seconds",
+            "measure_seconds",
+        ):
             assert key in record, key
     assert records[1]["files"] == ["calc.py"]
     assert records[5]["files"] == ["notes.txt"]

@@ -136,16 +136,17 @@ class Engine:
         ensure_state_dir(self.campaign.root)
         self.campaign.state_dir.mkdir(parents=True, exist_ok=True)
         lock = lock_campaign(self.campaign)
-        previous = signal.getsignal(signal.SIGTERM)
+        previous: dict[int, Any] = {}
         try:
-            signal.signal(signal.SIGTERM, _raise_interrupted)
-        except ValueError:  # not the main thread: Ctrl-C handling stays with the caller
-            previous = None
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, _raise_interrupted)
+        except ValueError:  # not the main thread: signals stay with the caller
+            pass
         try:
             return self._run()
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             if self.proposer is not None:
                 self.proposer.close()
             self.state.update(running=False, phase="stopped", updated_utc=utc_now())
