@@ -88,6 +88,10 @@ class _Pump(threading.Thread):
                     while tail_size - len(tail[0]) >= self.tail_limit:
                         tail_size -= len(tail.popleft())
             if tail:
+                excess = tail_size - self.tail_limit
+                if excess > 0:
+                    tail[0] = tail[0][excess:]
+                    tail_size -= excess
                 written = out.tell()
                 omitted = self.total - written - tail_size
                 if omitted > 0:
