@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from conftest import Runner, git, make_repo
 
 GOOD = {
@@ -69,8 +70,9 @@ CASES = [
 def test_bad_config_is_one_sentence_exit_2(
     tmp_path: Path, cli: Runner, text: str, needle: str
 ) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": text})
+    repo = make_repo(
+        tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n", "autoresearch.toml": text}
+    )
     for command in ("run", "check"):
         result = cli(repo, command)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
@@ -81,17 +83,28 @@ def test_bad_config_is_one_sentence_exit_2(
 
 
 def test_harness_pattern_that_matches_nothing(tmp_path: Path, cli: Runner) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": with_changes(harness='["nope.py"]')})
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "calc.py": "N = 1\n",
+            "bench.py": "print(1)\n",
+            "autoresearch.toml": with_changes(harness='["nope.py"]'),
+        },
+    )
     result = cli(repo, "run")
     assert result.returncode == 2
     assert "'nope.py' matches no file" in result.stderr
 
 
 def test_glob_overlap_of_scope_and_harness(tmp_path: Path, cli: Runner) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": with_changes(scope='["*.py"]',
-                                                                        harness='["bench.py"]')})
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "calc.py": "N = 1\n",
+            "bench.py": "print(1)\n",
+            "autoresearch.toml": with_changes(scope='["*.py"]', harness='["bench.py"]'),
+        },
+    )
     result = cli(repo, "run")
     assert result.returncode == 2
     assert "bench.py is both in scope and in harness" in result.stderr
@@ -120,8 +133,11 @@ def test_not_a_repository(tmp_path: Path, cli: Runner) -> None:
 
 
 def test_repository_without_commits(tmp_path: Path, cli: Runner) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": render(GOOD)}, commit=False)
+    repo = make_repo(
+        tmp_path / "r",
+        {"calc.py": "N = 1\n", "bench.py": "print(1)\n", "autoresearch.toml": render(GOOD)},
+        commit=False,
+    )
     result = cli(repo, "run")
     assert result.returncode == 1
     assert "no commits yet" in result.stderr
@@ -134,8 +150,10 @@ def test_bad_usage_exits_2(tmp_path: Path, cli: Runner) -> None:
 
 
 def test_existing_branch_without_ledger(tmp_path: Path, cli: Runner) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": render(GOOD)})
+    repo = make_repo(
+        tmp_path / "r",
+        {"calc.py": "N = 1\n", "bench.py": "print(1)\n", "autoresearch.toml": render(GOOD)},
+    )
     (repo / "calc.py").write_text("N = 2\n")
     git(repo, "commit", "-qam", "second")
     git(repo, "branch", "autoresearch/t", "HEAD~1")
@@ -145,8 +163,10 @@ def test_existing_branch_without_ledger(tmp_path: Path, cli: Runner) -> None:
 
 
 def test_checkout_on_the_campaign_branch(tmp_path: Path, cli: Runner) -> None:
-    repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n",
-                                      "autoresearch.toml": render(GOOD)})
+    repo = make_repo(
+        tmp_path / "r",
+        {"calc.py": "N = 1\n", "bench.py": "print(1)\n", "autoresearch.toml": render(GOOD)},
+    )
     git(repo, "checkout", "-q", "-b", "autoresearch/t")
     result = cli(repo, "run")
     assert result.returncode == 1

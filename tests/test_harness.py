@@ -17,8 +17,11 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     started = time.monotonic()
     result = run_command(
         f"sleep 100 & echo $! >> {pids}; (sleep 100 & echo $! >> {pids}; wait) & wait",
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=0.5,
-        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=0.5,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
     )
     assert result.timed_out and result.returncode is None
     assert time.monotonic() - started < 10
@@ -31,8 +34,11 @@ def test_background_children_do_not_survive_a_normal_exit(tmp_path: Path) -> Non
     pid_file = tmp_path / "pid"
     result = run_command(
         f"sleep 100 >/dev/null 2>&1 & echo $! > {pid_file}; echo 1.5",
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=10,
-        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=10,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
     )
     assert result.ok
     time.sleep(0.2)
@@ -43,8 +49,12 @@ def test_background_children_do_not_survive_a_normal_exit(tmp_path: Path) -> Non
 def test_huge_output_is_capped_head_and_tail(tmp_path: Path) -> None:
     result = run_command(
         "echo first; head -c 20000000 /dev/zero | tr '\\0' 'x'; echo; echo 'last 42'",
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=60,
-        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", log_cap=1 << 20,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=60,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        log_cap=1 << 20,
     )
     assert result.ok
     size = (tmp_path / "o").stat().st_size

@@ -82,8 +82,7 @@ def test_summary_counts_and_streak() -> None:
     summary = summarize("t", "minimize", records)
     assert (summary.baseline, summary.best, summary.best_iteration) == (5, 4, 1)
     assert summary.best_commit == "b" and summary.iterations == 4 and summary.streak == 2
-    assert summary.counts == {"baseline": 1, "keep": 1, "discard": 1, "interrupted": 1,
-                              "crash": 1}
+    assert summary.counts == {"baseline": 1, "keep": 1, "discard": 1, "interrupted": 1, "crash": 1}
 
 
 def test_strict_and_threshold_rules() -> None:

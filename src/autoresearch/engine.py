@@ -32,6 +32,8 @@ EXIT_FAILED = 1
 EXIT_TAMPERED = 3
 EXIT_INTERRUPTED = 130
 PROPOSER_FAILURE_LIMIT = 3
+# Outcomes after which only the attempt's own paths need undoing (see _roll_back).
+FAST_ROLLBACK = ("keep", "discard", "crash", "guard_failed", "no_change")
 
 Event = Callable[[str, dict[str, Any]], None]
 
@@ -113,6 +115,7 @@ class Engine:
         self.harness_paths: list[str] = []
         self.started = time.monotonic()
         self.proposer_failures = 0
+        self._candidate: Candidate | None = None
 
     # -- events and state ---------------------------------------------------------------
 
@@ -340,7 +343,7 @@ class Engine:
                 log_stem=stem,
             )
             seconds += result.seconds
-            self.workspace.restore()
+            self.workspace.settle()
             if not result.ok:
                 status = "timeout" if result.outcome == "timeout" else "crash"
                 return samples, status, f"metric {result.reason}", seconds
@@ -361,7 +364,7 @@ class Engine:
             env=self._env(iteration),
             log_stem=self.logs / f"{iteration:04d}-guard",
         )
-        self.workspace.restore()
+        self.workspace.settle()
         if result.ok:
             return True, "", result.seconds
         return False, f"guard {result.reason}", result.seconds
@@ -489,8 +492,7 @@ class Engine:
     def _close_attempt(
         self, record: dict[str, Any], timings: dict[str, float], began: float
     ) -> None:
-        self.workspace.reset_to(self.incumbent)
-        self.workspace.link_shares()
+        self._roll_back(record["status"])
         if record["status"] == "keep":
             self.proposer_failures = 0
         best = self.best
@@ -534,6 +536,7 @@ class Engine:
 
         self.phase("checking", iteration)
         candidate = self.workspace.collect(self.incumbent, self.incumbent_tree)
+        self._candidate = candidate
         record["files"] = candidate.paths
         if candidate.head_moved:
             record["note"] = "the proposer moved HEAD; its work was judged as plain changes"
@@ -542,8 +545,6 @@ class Engine:
         if candidate.changes:
             message = f"autoresearch {self.cfg.name} #{iteration}: {record['description']}"
             record["commit"] = self.workspace.commit(candidate, self.incumbent, message, iteration)
-            # Measurements restore the worktree to HEAD, so HEAD must be the candidate.
-            self.workspace.detach(record["commit"])
 
         if proposal.timed_out or proposal.failed:
             record["status"] = "timeout" if proposal.timed_out else "proposer_failed"
@@ -571,7 +572,7 @@ class Engine:
             record["status"] = "scope_violation"
             record["reason"] = "changed outside the scope: " + ", ".join(outside[:5])
             return
-        self.workspace.drop_ignored(candidate.ignored)
+        self.workspace.drop_paths(candidate.ignored)
 
         samples, failure, reason, seconds = self._measure(
             iteration, samples_needed(self.cfg.decision)
@@ -609,6 +610,25 @@ class Engine:
         self.incumbent = record["commit"]
         self.incumbent_tree = candidate.tree
         self.incumbent_samples = samples
+
+    def _roll_back(self, status: str) -> None:
+        """Leave the worktree exactly at the incumbent for the next attempt.
+
+        The common outcomes undo only the paths the attempt touched; anything unusual
+        (a signal, a tamper, a proposer that failed midway) gets a full reset.
+        """
+        candidate, self._candidate = self._candidate, None
+        if status in FAST_ROLLBACK and candidate is not None:
+            try:
+                if status != "keep":
+                    self.workspace.drop_candidate(candidate, self.incumbent)
+                self.workspace.drop_paths(candidate.ignored)
+                self.workspace.link_shares()
+                return
+            except GitError as exc:
+                self.emit("warning", message=f"falling back to a full reset: {exc}")
+        self.workspace.reset_to(self.incumbent)
+        self.workspace.link_shares()
 
     def _apply_proposal_fields(self, record: dict[str, Any], proposal: Proposal) -> None:
         record["description"] = proposal.description

@@ -44,6 +44,21 @@ class Candidate:
         return [c.path for c in self.changes]
 
 
+@dataclass
+class Scan:
+    head: str | None = None
+    branch: str | None = None
+    staged: list[str] = field(default_factory=list)
+    unstaged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def _nul_join(paths: list[str]) -> bytes:
+    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+
+
 def _split_nul(raw: bytes) -> list[str]:
     return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
 
@@ -141,9 +156,44 @@ class Workspace:
             args += ["-e", f"/{item}"]
         git.run(*args)
 
-    def head_state(self) -> tuple[str | None, str | None]:
-        symbolic = self.git.run("symbolic-ref", "-q", "HEAD", check=False).strip() or None
-        return symbolic, self.git.rev("HEAD")
+    def scan(self) -> Scan:
+        """One `git status` pass: where HEAD is, and every path that differs from it."""
+        raw = self.git.run_bytes(
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--no-renames",
+            "-uall",
+            "--ignored=matching",
+        )
+        scan = Scan()
+        for entry in _split_nul(raw):
+            kind = entry[0]
+            if kind == "#":
+                key, _, value = entry[2:].partition(" ")
+                if key == "branch.oid":
+                    scan.head = None if value == "(initial)" else value
+                elif key == "branch.head":
+                    scan.branch = None if value == "(detached)" else value
+            elif kind == "1":
+                fields = entry.split(" ", 8)
+                xy, path = fields[1], fields[8]
+                if xy[0] != ".":
+                    scan.staged.append(path)
+                if xy[1] != ".":
+                    scan.unstaged.append(path)
+                    if xy[1] == "D":
+                        scan.deleted.append(path)
+            elif kind == "u":
+                scan.unstaged.append(entry.split(" ", 10)[10])
+            elif kind == "?":
+                scan.untracked.append(entry[2:])
+            elif kind == "!":
+                path = entry[2:]
+                if path.rstrip("/") not in self.share:
+                    scan.ignored.append(path)
+        return scan
 
     # -- attempts ----------------------------------------------------------------------
 
@@ -154,42 +204,70 @@ class Workspace:
         branches, the refs are put back and its work is judged as plain changes.
         """
         git = self.git
-        symbolic, head = self.head_state()
-        moved = symbolic != self.branch_ref or head != incumbent
+        scan = self.scan()
+        moved = scan.branch != self.branch or scan.head != incumbent
         if moved:
             git.run("symbolic-ref", "HEAD", self.branch_ref)
             git.run("update-ref", "--no-deref", self.branch_ref, incumbent)
-        raw = git.run_bytes(
-            "status", "--porcelain=v1", "-z", "--no-renames", "-uall", "--ignored=matching"
+            scan = self.scan()
+        dirty = scan.staged + scan.unstaged + scan.untracked
+        if not dirty:
+            return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
+        git.run_bytes(
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in dirty),
         )
-        dirty: list[str] = []
-        ignored: list[str] = []
-        for entry in _split_nul(raw):
-            code, path = entry[:2], entry[3:]
-            if code == "!!":
-                if path.rstrip("/") not in self.share:
-                    ignored.append(path)
-            else:
-                dirty.append(path)
-        if moved or dirty:
-            git.run_bytes(
-                "add",
-                "-A",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in dirty)
-                if not moved
-                else b".",
-            )
         tree = git.run("write-tree").strip()
         changes: list[Change] = []
-        if tree != incumbent_tree:
+        if tree == incumbent_tree:
+            pass
+        elif not moved and not scan.staged:
+            # Plain worktree edits: the scan already names each change exactly.
+            deleted = set(scan.deleted)
+            changes = [Change("D" if p in deleted else "M", p) for p in scan.unstaged]
+            changes += [Change("A", p) for p in scan.untracked]
+            changes.sort(key=lambda c: c.path)
+        else:
             out = git.run_bytes(
                 "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
             )
             items = _split_nul(out)
             changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
+        return Candidate(tree=tree, changes=changes, ignored=scan.ignored, head_moved=moved)
+
+    def settle(self) -> None:
+        """Undo what a measurement left behind: the worktree matches the index again.
+
+        Costs one `git status` plus work in proportion to what the command touched.
+        """
+        scan = self.scan()
+        if scan.unstaged:
+            self.git.run_bytes(
+                "checkout",
+                "-q",
+                "-f",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input=_nul_join(scan.unstaged),
+            )
+        self.drop_paths(scan.untracked + scan.ignored)
+
+    def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
+        """Put index and worktree back to the incumbent for the paths the candidate changed."""
+        if candidate.changes:
+            self.git.run_bytes(
+                "restore",
+                "-q",
+                f"--source={incumbent}",
+                "--staged",
+                "--worktree",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input=_nul_join(candidate.paths),
+            )
 
     def commit(self, candidate: Candidate, parent: str, message: str, iteration: int) -> str:
         commit = self.git.run(
@@ -198,12 +276,8 @@ class Workspace:
         self.git.run("update-ref", self.attempt_ref(iteration), commit)
         return commit
 
-    def detach(self, commit: str) -> None:
-        """Point HEAD at `commit` without touching files (index and tree already match)."""
-        self.git.run("update-ref", "--no-deref", "HEAD", commit)
-
-    def drop_ignored(self, paths: list[str]) -> None:
-        """Remove ignored files the proposer made, so the measured tree is the commit."""
+    def drop_paths(self, paths: list[str]) -> None:
+        """Remove untracked or ignored paths, so what is measured is exactly the commit."""
         for rel in paths:
             target = self.path / rel.rstrip("/")
             if target.is_symlink() or target.is_file():

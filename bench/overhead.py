@@ -1,0 +1,105 @@
+"""The engine's own time per attempt, apart from the proposer and the metric/guard commands.
+
+Runs a real campaign of 50 attempts on generated repositories of 100 and 10,000 files and
+prints the median and 90th percentile of `engine_seconds` (git bookkeeping, scope checks,
+fingerprints, ledger writes), read back from the ledger.
+
+    python bench/overhead.py [--attempts 50] [--sizes 100,10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autoresearch.config import load_campaign
+from autoresearch.engine import Engine
+from autoresearch.ledger import Ledger
+
+CONFIG = """\
+name = "bench"
+scope = ["pkg/mod_0000.py"]
+harness = ["bench.py"]
+
+[metric]
+command = "echo $(( 1000 - (AUTORESEARCH_ITERATION % 2) * AUTORESEARCH_ITERATION ))"
+direction = "minimize"
+
+[stop]
+max_iterations = {attempts}
+
+[proposer]
+kind = "command"
+command = "echo \\"X = $AUTORESEARCH_ITERATION\\" > pkg/mod_0000.py"
+"""
+
+
+def make_repo(root: Path, files: int, attempts: int) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
+    per_dir = 100
+    for i in range(files):
+        folder = root / "pkg" if i == 0 else root / "pkg" / f"d{i // per_dir:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = "mod_0000.py" if i == 0 else f"mod_{i:05d}.py"
+        (folder / name).write_text(f"X = {i}\n" + "# filler line\n" * 20)
+    (root / "bench.py").write_text("print(1)\n")
+    (root / "autoresearch.toml").write_text(CONFIG.format(attempts=attempts))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "files"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True)
+
+
+def measure(files: int, attempts: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="ar-overhead-") as tmp:
+        root = Path(tmp).resolve()
+        make_repo(root, files, attempts)
+        campaign = load_campaign(root)
+        started = time.monotonic()
+        result = Engine(campaign).run()
+        wall = time.monotonic() - started
+        assert result.stop_reason == "max_iterations", result
+        records = [r for r in Ledger(campaign.state_dir).records() if r["iteration"] > 0]
+        engine = sorted(float(r["engine_seconds"]) for r in records)
+        statuses = {r["status"] for r in records}
+        assert statuses == {"keep", "discard"}, statuses
+        return {
+            "files": files,
+            "attempts": len(records),
+            "median_ms": 1000 * statistics.median(engine),
+            "p90_ms": 1000 * engine[int(0.9 * (len(engine) - 1))],
+            "wall_s_per_attempt": wall / len(records),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=50)
+    parser.add_argument("--sizes", default="100,10000")
+    args = parser.parse_args()
+    print(
+        f"engine overhead per attempt (median of {args.attempts} attempts; "
+        "excludes proposer, metric and guard)"
+    )
+    print(f"{'files':>8} {'median ms':>10} {'p90 ms':>8} {'wall s/attempt':>15}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        row = measure(size, args.attempts)
+        print(
+            f"{row['files']:>8} {row['median_ms']:>10.1f} {row['p90_ms']:>8.1f} "
+            f"{row['wall_s_per_attempt']:>15.3f}"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
