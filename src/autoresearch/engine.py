@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ from autoresearch.executors import CommandSpec, Executor, LocalExecutor
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
 from autoresearch.prompt import build_prompt
-from autoresearch.proposers import create_proposer
+from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext, Proposer
 from autoresearch.scope import PathMatcher
 from autoresearch.workspace import Candidate, Workspace, ensure_state_dir, head_of
@@ -175,6 +176,7 @@ class Engine:
             self.proposer = create_proposer(self.campaign)
         start = self._start_commit()
         self.workspace.ensure(start)
+        validate_proposer(self.proposer, self.workspace.path)
         self.harness_paths = harness_files(self.campaign, self.workspace.path)
         self.fingerprint = Fingerprint.take(self.campaign, self.workspace.path, self.harness_paths)
         self._check_same_judge()
@@ -246,7 +248,8 @@ class Engine:
                 raise ConfigError(
                     f"branch {self.workspace.branch} already exists but "
                     f"{self.ledger.path.relative_to(root)} does not; delete the branch "
-                    f"(git branch -D {self.workspace.branch}) or choose another name."
+                    f"(git worktree prune && git branch -D {self.workspace.branch}) or choose "
+                    "another name."
                 )
             return head
         best = summary.best_commit
@@ -531,6 +534,12 @@ class Engine:
             proposal = self.proposer.propose(ctx)
         except AutoresearchError as exc:
             proposal = Proposal(failed=True, reason=str(exc))
+        except Exception as exc:  # a proposer's bug costs one attempt, not the campaign
+            trace = self.logs / f"{iteration:04d}-proposer-error.txt"
+            trace.write_text(traceback.format_exc(), encoding="utf-8")
+            proposal = Proposal(
+                failed=True, reason=f"{type(exc).__name__}: {exc} (see {trace.name})"
+            )
         timings["propose"] = time.monotonic() - t0
         self._apply_proposal_fields(record, proposal)
 

@@ -12,7 +12,7 @@ from autoresearch.config import Campaign
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement
 from autoresearch.gitcmd import Git
 from autoresearch.integrity import harness_files
-from autoresearch.proposers import parse_options
+from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
 
@@ -46,7 +46,7 @@ class CheckReport:
 def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
     """Validate everything that can be validated, then measure HEAD in a scratch worktree."""
     cfg = campaign.config
-    parse_options(cfg.proposer, campaign.display_path())
+    proposer = create_proposer(campaign)
     commit = head_of(campaign.root)
     ensure_state_dir(campaign.root)
     scratch = campaign.state_dir / f"check-{os.getpid()}"
@@ -57,6 +57,7 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         view = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
         view.path = scratch
         view.link_shares()
+        validate_proposer(proposer, scratch)
         report = CheckReport(commit=commit, harness=harness_files(campaign, scratch))
         executor = LocalExecutor()
         env = dict(os.environ)

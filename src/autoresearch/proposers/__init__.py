@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -12,6 +13,7 @@ from autoresearch.config import Campaign, ProposerConfig, format_validation_erro
 from autoresearch.errors import ConfigError
 from autoresearch.proposers.base import Proposer
 from autoresearch.proposers.command import CommandOptions, CommandProposer
+from autoresearch.proposers.optuna_params import OptunaOptions, OptunaProposer
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,10 @@ class ProposerKind:
 
 REGISTRY: dict[str, ProposerKind] = {
     "command": ProposerKind(CommandOptions, lambda opts, campaign: CommandProposer(opts)),
+    "optuna": ProposerKind(
+        OptunaOptions,
+        lambda opts, campaign: OptunaProposer(opts, campaign, campaign.config.proposer.options()),
+    ),
 }
 
 
@@ -38,6 +44,13 @@ def parse_options(config: ProposerConfig, source: str) -> BaseModel:
     except ValidationError as exc:
         message = format_validation_error(source, exc)
         raise ConfigError(message.replace("key '", "key 'proposer.", 1)) from None
+
+
+def validate_proposer(proposer: Proposer, workspace: Path) -> None:
+    """Let a proposer check its settings against the files it will edit."""
+    validate = getattr(proposer, "validate", None)
+    if callable(validate):
+        validate(workspace)
 
 
 def create_proposer(campaign: Campaign) -> Proposer:

@@ -1,0 +1,327 @@
+"""`kind = "optuna"`: tune named values in files with an Optuna study; no LLM needed.
+
+Each attempt asks the study for a full set of values and writes them into the files; the
+engine's verdict is told back, so the sampler learns from every attempt, failures included.
+The study lives in `.autoresearch/<name>/optuna.journal`, so a resumed campaign continues it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from autoresearch.config import Campaign
+from autoresearch.errors import ConfigError
+from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read_param, write_param
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.scope import PathMatcher
+
+MEASURED = ("keep", "discard")
+REPEAT_LIMIT = 50
+
+
+class ParamSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    log: bool = False
+    choices: list[Scalar] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> ParamSpec:
+        if self.choices is not None:
+            if self.low is not None or self.high is not None or self.step is not None:
+                raise ValueError("give either 'choices' or 'low'/'high', not both")
+            if not self.choices:
+                raise ValueError("'choices' must not be empty")
+            return self
+        if self.low is None or self.high is None:
+            raise ValueError("needs 'low' and 'high' (or 'choices')")
+        if self.low >= self.high:
+            raise ValueError(f"'low' ({self.low:g}) must be below 'high' ({self.high:g})")
+        if self.log and self.low <= 0:
+            raise ValueError("'log = true' needs 'low' above 0")
+        if self.step is not None and self.step <= 0:
+            raise ValueError("'step' must be positive")
+        return self
+
+
+class OptunaOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sampler: Literal["tpe", "random", "cmaes", "grid", "qmc"] = "tpe"
+    seed: int | None = None
+    startup_trials: int = Field(default=8, ge=1)
+    space: dict[str, ParamSpec] = Field(min_length=1)
+
+
+def _distribution(spec: ParamSpec, is_int: bool) -> Any:
+    import optuna.distributions as d
+
+    if spec.choices is not None:
+        return d.CategoricalDistribution(spec.choices)
+    assert spec.low is not None and spec.high is not None
+    if is_int:
+        return d.IntDistribution(
+            int(spec.low), int(spec.high), log=spec.log, step=int(spec.step or 1)
+        )
+    return d.FloatDistribution(spec.low, spec.high, log=spec.log, step=spec.step)
+
+
+def _short(ref: ParamRef, refs: list[ParamRef]) -> str:
+    same = [r for r in refs if r.key == ref.key]
+    return ref.key if len(same) == 1 else str(ref)
+
+
+class OptunaProposer:
+    def __init__(self, options: OptunaOptions, campaign: Campaign, raw: dict[str, Any]) -> None:
+        self.options = options
+        self.campaign = campaign
+        try:
+            self.refs = {name: ParamRef.parse(name) for name in options.space}
+        except ParamError as exc:
+            raise ConfigError(f"{campaign.display_path()}: key 'proposer.space': {exc}.") from None
+        self.int_params = _int_params(raw)
+        self.distributions: dict[str, Any] = {}
+        for name, spec in options.space.items():
+            is_int = self.int_params.get(name, False)
+            if spec.log and spec.step is not None and not is_int:
+                raise ConfigError(
+                    f"{campaign.display_path()}: key 'proposer.space.\"{name}\"': 'log' and "
+                    "'step' cannot be combined for real numbers."
+                )
+            self.distributions[name] = _distribution(spec, is_int)
+        self.study: Any = None
+        self.pending: int | None = None
+
+    # -- validation ---------------------------------------------------------------------
+
+    def validate(self, root: Path) -> None:
+        """Every name must exist in its file with a value of the right type."""
+        source = self.campaign.display_path()
+        scope = PathMatcher(self.campaign.config.scope)
+        harness = PathMatcher(self.campaign.config.harness)
+        for name, ref in self.refs.items():
+            where = f"{source}: key 'proposer.space.\"{name}\"'"
+            if not scope.matches(ref.file) or harness.matches(ref.file):
+                raise ConfigError(f"{where}: {ref.file} is not in 'scope'; add it to scope.")
+            path = root / ref.file
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise ConfigError(f"{where}: {ref.file} does not exist.") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{where}: {ref.file} cannot be read ({exc}).") from None
+            try:
+                current = read_param(text, ref)
+            except ParamError as exc:
+                raise ConfigError(f"{where}: {ref.file} {exc}.") from None
+            problem = _type_problem(self.distributions[name], current)
+            if problem:
+                raise ConfigError(f"{where}: {ref.key} is {current!r} in {ref.file}, {problem}.")
+        if self.options.sampler == "grid":
+            self._grid_space()
+
+    def _grid_space(self) -> dict[str, list[Any]]:
+        import numpy as np
+        import optuna.distributions as d
+
+        grid: dict[str, list[Any]] = {}
+        for name, dist in self.distributions.items():
+            if isinstance(dist, d.CategoricalDistribution):
+                grid[name] = list(dist.choices)
+            elif isinstance(dist, d.IntDistribution):
+                grid[name] = list(range(dist.low, dist.high + 1, dist.step))
+            elif dist.step is not None:
+                grid[name] = [
+                    float(v) for v in np.arange(dist.low, dist.high + dist.step / 2, dist.step)
+                ]
+            else:
+                raise ConfigError(
+                    f"{self.campaign.display_path()}: key 'proposer.space.\"{name}\"': the grid "
+                    "sampler needs 'step' or 'choices' for real numbers."
+                )
+        return grid
+
+    # -- study --------------------------------------------------------------------------
+
+    def _sampler(self) -> Any:
+        import optuna
+
+        seed = self.options.seed
+        kind = self.options.sampler
+        if kind == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        if kind == "grid":
+            return optuna.samplers.GridSampler(self._grid_space(), seed=seed)
+        if kind == "qmc":
+            return optuna.samplers.QMCSampler(seed=seed)
+        if kind == "cmaes":
+            return optuna.samplers.CmaEsSampler(
+                seed=seed, n_startup_trials=self.options.startup_trials
+            )
+        return optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=self.options.startup_trials, multivariate=True
+        )
+
+    def _open(self, baseline: float | None, workspace: Path) -> Any:
+        import optuna
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+        from optuna.trial import TrialState
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        path = self.campaign.state_dir / "optuna.journal"
+        storage = JournalStorage(JournalFileBackend(str(path)))
+        direction = self.campaign.config.metric.direction
+        study = optuna.create_study(
+            study_name=self.campaign.name,
+            storage=storage,
+            sampler=self._sampler(),
+            direction=direction,
+            load_if_exists=True,
+        )
+        # A trial left running by an engine that died is a failure, not a pending result.
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        if not study.trials and baseline is not None:
+            current = self._current(workspace)
+            if all(_inside(self.distributions[n], v) for n, v in current.items()):
+                study.add_trial(
+                    optuna.trial.create_trial(
+                        params=current,
+                        distributions=self.distributions,
+                        value=baseline,
+                        user_attrs={"autoresearch_iteration": 0},
+                    )
+                )
+        return study
+
+    def _current(self, workspace: Path) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, ref in self.refs.items():
+            values[name] = read_param((workspace / ref.file).read_text(encoding="utf-8"), ref)
+        return values
+
+    # -- protocol -----------------------------------------------------------------------
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        if self.study is None:
+            self.study = self._open(ctx.baseline, ctx.workspace)
+        trial = self._ask_new()
+        trial.set_user_attr("autoresearch_iteration", ctx.iteration)
+        self.pending = trial.number
+        by_file: dict[str, list[tuple[str, ParamRef]]] = defaultdict(list)
+        for name, ref in self.refs.items():
+            by_file[ref.file].append((name, ref))
+        changes: list[str] = []
+        refs = list(self.refs.values())
+        for file, items in by_file.items():
+            path = ctx.workspace / file
+            text = path.read_text(encoding="utf-8")
+            for name, ref in items:
+                value = trial.params[name]
+                old = read_param(text, ref)
+                if old != value or type(old) is not type(value):
+                    text = write_param(text, ref, value)
+                    changes.append(
+                        f"{_short(ref, refs)} {format_value(old)} -> {format_value(value)}"
+                    )
+            path.write_text(text, encoding="utf-8")
+        description = ", ".join(changes) if changes else "same values as the best"
+        params = {name: trial.params[name] for name in self.refs}
+        return Proposal(
+            description=f"trial {trial.number}: {description}",
+            params={**params, "optuna_trial": trial.number},
+        )
+
+    def _ask_new(self) -> Any:
+        """Ask for values not tried before; a repeat is answered from the study's memory.
+
+        Samplers over discrete spaces often propose the same point again; measuring it
+        twice would waste an attempt, so the known result is told back at once.
+        """
+        from optuna.trial import TrialState
+
+        seen: dict[tuple[Any, ...], Any] = {}
+        for done in self.study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)
+        ):
+            key = self._key(done.params)
+            if key is not None:
+                seen[key] = done
+        for _ in range(REPEAT_LIMIT):
+            trial = self.study.ask(self.distributions)
+            known = seen.get(self._key(trial.params))
+            if known is None:
+                return trial
+            if known.state == TrialState.COMPLETE:
+                self.study.tell(trial, known.value)
+            else:
+                self.study.tell(trial, state=TrialState.FAIL)
+        return trial
+
+    def _key(self, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        if set(params) != set(self.refs):
+            return None
+        return tuple((name, type(params[name]).__name__, params[name]) for name in self.refs)
+
+    def observe(self, outcome: Outcome) -> None:
+        if self.pending is None or self.study is None:
+            return
+        from optuna.trial import TrialState
+
+        number, self.pending = self.pending, None
+        if outcome.status in MEASURED and outcome.metric is not None:
+            self.study.tell(number, outcome.metric, skip_if_finished=True)
+        elif outcome.status == "no_change" and outcome.best is not None:
+            self.study.tell(number, outcome.best, skip_if_finished=True)
+        else:
+            self.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+
+    def close(self) -> None:
+        self.study = None
+
+
+def _inside(dist: Any, value: Any) -> bool:
+    """True when `value` is a point of `dist` (the baseline can then teach the sampler)."""
+    if _type_problem(dist, value) is not None:
+        return False
+    try:
+        return bool(dist._contains(dist.to_internal_repr(value)))
+    except (ValueError, TypeError):
+        return False
+
+
+def _type_problem(dist: Any, value: Any) -> str | None:
+    import optuna.distributions as d
+
+    if isinstance(dist, d.CategoricalDistribution):
+        kinds = {type(c) for c in dist.choices}
+        if type(value) not in kinds and not (isinstance(value, int) and float in kinds):
+            names = ", ".join(sorted(k.__name__ for k in kinds))
+            return f"but the choices are of type {names}"
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "but the space is numeric; point it at a number"
+    if isinstance(dist, d.IntDistribution) and not isinstance(value, int):
+        return "but the space holds integers; write low/high as real numbers (e.g. 0.0)"
+    return None
+
+
+def _int_params(raw: dict[str, Any]) -> dict[str, bool]:
+    """Which numeric ranges the config wrote as integers (`low = 0`, not `low = 0.0`)."""
+    out: dict[str, bool] = {}
+    for name, spec in (raw.get("space") or {}).items():
+        if not isinstance(spec, dict) or "choices" in spec:
+            continue
+        values = [spec.get(k) for k in ("low", "high", "step") if spec.get(k) is not None]
+        out[name] = bool(values) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values
+        )
+    return out
