@@ -177,4 +177,4 @@ def test_status_before_any_run(tmp_path: Path, cli: Runner) -> None:
     repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "autoresearch.toml": render(GOOD)})
     result = cli(repo, "status")
     assert result.returncode == 1
-    assert "has not run yet" in result.stderr
+    assert "has no measurements yet" in result.stderr

@@ -161,6 +161,47 @@ def init(force: bool) -> None:
 
 
 @main.command()
+@click.argument("example", required=False)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to create the demo repository (default: a new temporary folder).",
+)
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Attempts to run (default: the example's own setting).",
+)
+@click.option("--quiet", is_flag=True, help="Print only the final summary.")
+@handle_errors
+def demo(
+    example: str | None, directory: Path | None, max_iterations: int | None, quiet: bool
+) -> None:
+    """Run a bundled example campaign offline in a fresh repository."""
+    from autoresearch import demo as demos
+
+    name = example or demos.DEFAULT
+    target = demos.prepare(name, directory)
+    demos.use_this_python()
+    console.print(f"[bold]demo[/] {name}: a fresh git repository in {target}")
+    campaign = load_campaign(target)
+    engine = Engine(campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations)
+    result = engine.run()
+    branch = f"autoresearch/{campaign.name}"
+    console.print()
+    console.print("[bold]Look at the result:[/]")
+    console.print(f"  cd {target}")
+    console.print("  autoresearch status          # baseline, best, counts")
+    console.print("  autoresearch log             # every attempt")
+    console.print(f"  git diff HEAD {branch}   # the best change, as a diff")
+    console.print(f"  ledger: {campaign.state_dir / 'ledger.jsonl'}")
+    sys.exit(result.exit_code)
+
+
+@main.command()
 @config_option
 @click.option(
     "--repeat",

@@ -87,11 +87,12 @@ class Printer:
             f"[bold]stopped:[/] {data['stop_reason']}"
             + (f" — {data['message']}" if data.get("message") else "")
         )
-        self.console.print(
-            f"baseline {num(summary['baseline'])}  best {num(summary['best'])}{gain} "
-            f"at attempt {summary['best_iteration']}  [{counts}]",
-            highlight=False,
-        )
+        if summary["baseline"] is not None:
+            self.console.print(
+                f"baseline {num(summary['baseline'])}  best {num(summary['best'])}{gain} "
+                f"at attempt {summary['best_iteration']}  [{counts}]",
+                highlight=False,
+            )
         self.console.print(f"best result: branch {data['branch']}; ledger {data['ledger']}")
 
 

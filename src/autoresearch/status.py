@@ -56,10 +56,10 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
     records = Ledger(state_dir).records()
     name = str(state.get("name") or state_dir.name)
     direction = str(state.get("direction") or "minimize")
-    if not records and not state:
+    if not records and not is_running(state_dir):
         raise AutoresearchError(
-            f"campaign '{name}' has not run yet (no {state_dir / 'ledger.jsonl'}); start it "
-            "with `autoresearch run`."
+            f"campaign '{name}' has no measurements yet (no {state_dir / 'ledger.jsonl'}); "
+            "start it with `autoresearch run`."
         )
     summary = summarize(name, direction, records).to_json()
     running = is_running(state_dir)
