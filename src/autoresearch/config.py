@@ -66,8 +66,11 @@ class ProposerConfig(BaseModel):
 
 
 class DecisionConfig(_Strict):
-    rule: Literal["strict", "threshold"] = "strict"
+    rule: Literal["strict", "threshold", "repeats", "sequential"] = "strict"
     min_delta: float | str = 0.0
+    repeats: int = Field(default=5, ge=2, le=1000)
+    max_samples: int = Field(default=8, ge=2, le=1000)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
 
     @field_validator("min_delta")
     @classmethod

@@ -17,9 +17,10 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from autoresearch.config import Campaign
-from autoresearch.decide import Verdict, decide, estimate, samples_needed
+from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError, CampaignLocked, ConfigError, GitError
-from autoresearch.executors import CommandSpec, Executor, LocalExecutor
+from autoresearch.evaluation import Evaluator
+from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
 from autoresearch.prompt import build_prompt
@@ -100,18 +101,10 @@ class Engine:
         )
         self.scope = PathMatcher(self.cfg.scope)
         self.harness = PathMatcher(self.cfg.harness)
-        self.metric = CommandSpec(
-            self.cfg.metric.command, self.cfg.metric.timeout, self.cfg.metric.pattern
-        )
-        self.guard = (
-            CommandSpec(self.cfg.guard.command, self.cfg.guard.timeout, parse=False)
-            if self.cfg.guard
-            else None
-        )
         self.records: list[dict[str, Any]] = []
         self.incumbent = ""
         self.incumbent_tree = ""
-        self.incumbent_samples: list[float] = []
+        self.best_value: float | None = None
         self.fingerprint = Fingerprint()
         self.harness_paths: list[str] = []
         self.started = time.monotonic()
@@ -129,7 +122,7 @@ class Engine:
 
     @property
     def best(self) -> float | None:
-        return estimate(self.incumbent_samples) if self.incumbent_samples else None
+        return self.best_value
 
     def summary(self) -> dict[str, Any]:
         return summarize(self.cfg.name, self.cfg.metric.direction, self.records).to_json()
@@ -182,6 +175,15 @@ class Engine:
         self._check_same_judge()
         self.incumbent = start
         self.incumbent_tree = self.workspace.tree_of(start)
+        self.evaluator = Evaluator(
+            self.campaign,
+            self.workspace,
+            self.executor,
+            self.fingerprint,
+            self.logs,
+            self.phase,
+        )
+        self.evaluator.load(self.records, start)
         self._account_for_interrupted()
         self.emit(
             "start",
@@ -196,7 +198,7 @@ class Engine:
                 if failure:
                     return self._finish("baseline_failed", EXIT_FAILED, failure)
             else:
-                self._restore_incumbent_samples()
+                self._restore_best()
             while True:
                 stop = self._stop_reason()
                 if stop:
@@ -295,11 +297,10 @@ class Engine:
             )
         self.state.update(in_flight=None)
 
-    def _restore_incumbent_samples(self) -> None:
+    def _restore_best(self) -> None:
         for record in reversed(self.records):
             if record.get("status") in ("keep", "baseline"):
-                samples = record.get("samples") or [record.get("metric")]
-                self.incumbent_samples = [float(s) for s in samples if s is not None]
+                self.best_value = record.get("metric")
                 return
 
     def _last_iteration(self) -> int:
@@ -321,90 +322,41 @@ class Engine:
 
     # -- measuring ----------------------------------------------------------------------
 
-    def _env(self, iteration: int) -> dict[str, str]:
-        env = dict(os.environ)
-        env["AUTORESEARCH_ITERATION"] = str(iteration)
-        env["AUTORESEARCH_WORKSPACE"] = str(self.workspace.path)
-        env["AUTORESEARCH_CAMPAIGN"] = self.cfg.name
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        return env
-
-    def _measure(self, iteration: int, count: int) -> tuple[list[float], str | None, str, float]:
-        """Run the metric `count` times; return samples, failure status, reason, seconds."""
-        samples: list[float] = []
-        seconds = 0.0
-        for k in range(count):
-            self.phase("measuring", iteration, sample=k + 1, samples=count)
-            tampered = self.fingerprint.changed(self.campaign, self.workspace.path)
-            if tampered:
-                return samples, "tampered", f"{tampered} changed during the campaign", seconds
-            stem = self.logs / f"{iteration:04d}-metric-{k + 1}"
-            result = self.executor.run(
-                self.metric,
-                workspace=self.workspace.path,
-                env=self._env(iteration),
-                log_stem=stem,
-            )
-            seconds += result.seconds
-            self.workspace.settle()
-            if not result.ok:
-                status = "timeout" if result.outcome == "timeout" else "crash"
-                return samples, status, f"metric {result.reason}", seconds
-            assert result.value is not None
-            samples.append(result.value)
-        return samples, None, "", seconds
-
-    def _run_guard(self, iteration: int) -> tuple[bool, str, float]:
-        if self.guard is None:
-            return True, "", 0.0
-        self.phase("guard", iteration)
-        tampered = self.fingerprint.changed(self.campaign, self.workspace.path)
-        if tampered:
-            return False, f"tampered:{tampered} changed during the campaign", 0.0
-        result = self.executor.run(
-            self.guard,
-            workspace=self.workspace.path,
-            env=self._env(iteration),
-            log_stem=self.logs / f"{iteration:04d}-guard",
-        )
-        self.workspace.settle()
-        if result.ok:
-            return True, "", result.seconds
-        return False, f"guard {result.reason}", result.seconds
-
     def _baseline(self) -> str | None:
         began = time.monotonic()
         self.logs.mkdir(parents=True, exist_ok=True)
-        samples, failure, reason, measure_s = self._measure(0, samples_needed(self.cfg.decision))
-        if failure:
+        measured = self.evaluator.baseline(self.incumbent)
+        if measured.failure:
             return (
-                f"the baseline measurement failed: {reason}; see "
-                f"{self.logs.relative_to(self.campaign.root)}/0000-metric-1.err and fix the "
-                "metric command (try `autoresearch check`)."
+                f"the baseline measurement failed: {measured.reason}; see "
+                f"{self.logs.relative_to(self.campaign.root)}/ and fix the metric command "
+                "(try `autoresearch check`)."
             )
-        ok, guard_reason, guard_s = self._run_guard(0)
-        if not ok:
+        guard = self.evaluator.run_guard(0)
+        if guard.failure:
             return (
-                f"the guard fails on the unchanged code ({guard_reason}); fix the code or the "
+                f"the guard fails on the unchanged code ({guard.reason}); fix the code or the "
                 "guard command first."
             )
-        self.incumbent_samples = samples
+        self.best_value = measured.metric
         self.workspace.record_ref(0, self.incumbent)
         self._log(
             {
                 "iteration": 0,
                 "status": "baseline",
-                "metric": estimate(samples),
-                "samples": samples,
-                "metric_runs": len(samples),
+                "metric": measured.metric,
+                "samples": measured.samples,
+                "metric_runs": measured.runs,
                 "commit": self.incumbent,
                 "parent": None,
                 "files": [],
                 "description": "baseline",
                 "propose_seconds": 0.0,
-                "measure_seconds": round(measure_s, 4),
-                "guard_seconds": round(guard_s, 4),
-                "engine_seconds": round(time.monotonic() - began - measure_s - guard_s, 4),
+                "measure_seconds": round(measured.seconds, 4),
+                "guard_seconds": round(guard.seconds, 4),
+                "engine_seconds": round(
+                    time.monotonic() - began - measured.seconds - guard.seconds, 4
+                ),
             }
         )
         return None
@@ -448,7 +400,7 @@ class Engine:
         prompt_file = self.campaign.state_dir / "prompts" / f"{iteration:04d}.md"
         prompt_file.parent.mkdir(parents=True, exist_ok=True)
         prompt_file.write_text(text, encoding="utf-8")
-        env = self._env(iteration)
+        env = self.evaluator.env(iteration)
         env["AUTORESEARCH_PROMPT_FILE"] = str(prompt_file)
         return ProposalContext(
             iteration=iteration,
@@ -583,42 +535,34 @@ class Engine:
             return
         self.workspace.drop_paths(candidate.ignored)
 
-        samples, failure, reason, seconds = self._measure(
-            iteration, samples_needed(self.cfg.decision)
-        )
-        timings["measure"] = seconds
-        record["samples"] = samples
-        record["metric_runs"] = len(samples) + (1 if failure in ("crash", "timeout") else 0)
-        if failure:
-            record["status"] = failure
-            record["reason"] = reason
-            if samples:
-                record["metric"] = estimate(samples)
+        measured = self.evaluator.evaluate(iteration, candidate, record["commit"])
+        timings["measure"] = measured.seconds
+        record["samples"] = measured.samples
+        if measured.incumbent_samples:
+            record["incumbent_samples"] = measured.incumbent_samples
+        record["metric_runs"] = measured.runs
+        record["metric"] = measured.metric
+        if measured.failure:
+            record["status"] = measured.failure
+            record["reason"] = measured.reason
             return
-        record["metric"] = estimate(samples)
-        verdict = decide(
-            self.incumbent_samples, samples, self.cfg.metric.direction, self.cfg.decision
-        )
-        if verdict is not Verdict.KEEP:
+        if measured.verdict is not Verdict.KEEP:
             record["status"] = "discard"
             return
         # The guard only matters for a change that would be kept.
-        ok, guard_reason, guard_s = self._run_guard(iteration)
-        timings["guard"] = guard_s
-        if not ok:
-            if guard_reason.startswith("tampered:"):
-                record["status"] = "tampered"
-                record["reason"] = guard_reason.removeprefix("tampered:")
-            else:
-                record["status"] = "guard_failed"
-                record["reason"] = guard_reason
+        guard = self.evaluator.run_guard(iteration)
+        timings["guard"] = guard.seconds
+        if guard.failure:
+            record["status"] = "tampered" if guard.failure == "tampered" else "guard_failed"
+            record["reason"] = guard.reason
             return
         self.workspace.advance(record["commit"], self.incumbent)
         record["status"] = "keep"
-        record["previous_best"] = self.best
+        record["previous_best"] = self.best_value
         self.incumbent = record["commit"]
         self.incumbent_tree = candidate.tree
-        self.incumbent_samples = samples
+        self.best_value = measured.metric
+        self.evaluator.promote(record["commit"])
 
     def _roll_back(self, status: str) -> None:
         """Leave the worktree exactly at the incumbent for the next attempt.

@@ -255,6 +255,19 @@ class Workspace:
             )
         self.drop_paths(scan.untracked + scan.ignored)
 
+    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
+        """Put the incumbent's files in the worktree; `settle` brings the candidate back."""
+        if candidate.changes:
+            self.git.run_bytes(
+                "restore",
+                "-q",
+                f"--source={incumbent}",
+                "--worktree",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input=_nul_join(candidate.paths),
+            )
+
     def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
         """Put index and worktree back to the incumbent for the paths the candidate changed."""
         if candidate.changes:

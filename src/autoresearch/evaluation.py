@@ -1,0 +1,198 @@
+"""Measuring code: the baseline, a candidate against the incumbent, and the guard.
+
+The decision rule says how many samples it needs; under `sequential` the incumbent is
+re-measured between candidate samples (candidate, incumbent, candidate, ...), so drift of
+the machine affects both sides alike. Every run is verified against the harness
+fingerprint first, and whatever a run leaves in the worktree is undone after it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoresearch.config import Campaign
+from autoresearch.decide import Noise, Verdict, decide, estimate, pooled_noise, samples_needed
+from autoresearch.executors import CommandSpec, Executor
+from autoresearch.integrity import Fingerprint
+from autoresearch.workspace import Candidate, Workspace
+
+Phase = Callable[..., None]
+
+
+@dataclass
+class Evaluation:
+    samples: list[float] = field(default_factory=list)
+    incumbent_samples: list[float] = field(default_factory=list)
+    verdict: Verdict = Verdict.DISCARD
+    failure: str | None = None  # crash, timeout or tampered
+    reason: str = ""
+    seconds: float = 0.0
+    runs: int = 0
+
+    @property
+    def metric(self) -> float | None:
+        return estimate(self.samples) if self.samples else None
+
+
+class Evaluator:
+    def __init__(
+        self,
+        campaign: Campaign,
+        workspace: Workspace,
+        executor: Executor,
+        fingerprint: Fingerprint,
+        logs: Path,
+        phase: Phase,
+    ) -> None:
+        cfg = campaign.config
+        self.campaign = campaign
+        self.rule = cfg.decision
+        self.direction = cfg.metric.direction
+        self.workspace = workspace
+        self.executor = executor
+        self.fingerprint = fingerprint
+        self.logs = logs
+        self.phase = phase
+        self.metric = CommandSpec(cfg.metric.command, cfg.metric.timeout, cfg.metric.pattern)
+        self.guard = (
+            CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False) if cfg.guard else None
+        )
+        # Samples of each version of the code measured so far, for the pooled noise.
+        self.groups: dict[str, list[float]] = {}
+        self.incumbent = ""
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def load(self, records: list[dict[str, Any]], incumbent: str) -> None:
+        """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
+        self.groups = {}
+        for record in records:
+            commit = record.get("commit")
+            if commit and record.get("samples"):
+                self.groups.setdefault(commit, []).extend(float(s) for s in record["samples"])
+            parent = record.get("parent")
+            if parent and record.get("incumbent_samples"):
+                self.groups.setdefault(parent, []).extend(
+                    float(s) for s in record["incumbent_samples"]
+                )
+        self.incumbent = incumbent
+
+    def incumbent_samples(self) -> list[float]:
+        return self.groups.get(self.incumbent, [])
+
+    def reference(self) -> list[float]:
+        """The incumbent samples a candidate is compared with."""
+        samples = self.incumbent_samples()
+        if self.rule.rule == "sequential":
+            return samples[-self.rule.max_samples :]
+        return samples
+
+    def noise(self, extra: list[float] | None = None) -> Noise | None:
+        groups = list(self.groups.values())
+        if extra:
+            groups.append(extra)
+        return pooled_noise(groups)
+
+    def env(self, iteration: int) -> dict[str, str]:
+        env = dict(os.environ)
+        env["AUTORESEARCH_ITERATION"] = str(iteration)
+        env["AUTORESEARCH_WORKSPACE"] = str(self.workspace.path)
+        env["AUTORESEARCH_CAMPAIGN"] = self.campaign.name
+        return env
+
+    # -- single runs --------------------------------------------------------------------
+
+    def _run(self, spec: CommandSpec, iteration: int, stem: str, out: Evaluation) -> float | None:
+        """One run in the worktree as it is; None (and `out.failure`) when it fails."""
+        tampered = self.fingerprint.changed(self.campaign, self.workspace.path)
+        if tampered:
+            out.failure, out.reason = "tampered", f"{tampered} changed during the campaign"
+            return None
+        result = self.executor.run(
+            spec, workspace=self.workspace.path, env=self.env(iteration), log_stem=self.logs / stem
+        )
+        out.seconds += result.seconds
+        out.runs += 1
+        self.workspace.settle()
+        if not result.ok:
+            out.failure = "timeout" if result.outcome == "timeout" else "crash"
+            out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
+            return None
+        return result.value if spec.parse else 0.0
+
+    # -- the three things the engine asks for -------------------------------------------
+
+    def baseline(self, commit: str) -> Evaluation:
+        out = Evaluation(verdict=Verdict.KEEP)
+        count = samples_needed(self.rule)
+        for k in range(count):
+            self.phase("measuring", 0, sample=k + 1, samples=count)
+            value = self._run(self.metric, 0, f"0000-metric-{k + 1}", out)
+            if value is None:
+                return out
+            out.samples.append(value)
+        self.incumbent = commit
+        self.groups[commit] = list(out.samples)
+        return out
+
+    def evaluate(self, iteration: int, candidate: Candidate, commit: str) -> Evaluation:
+        """Measure the candidate (and re-measure the incumbent) until the rule decides."""
+        out = Evaluation()
+        first = samples_needed(self.rule) if self.rule.rule == "repeats" else 1
+        while True:
+            wanted = first if not out.samples else len(out.samples) + 1
+            while len(out.samples) < wanted:
+                k = len(out.samples) + 1
+                self.phase("measuring", iteration, sample=k, samples=self._cap())
+                value = self._run(self.metric, iteration, f"{iteration:04d}-metric-{k}", out)
+                if value is None:
+                    return out
+                out.samples.append(value)
+            out.verdict = decide(
+                self.reference(),
+                out.samples,
+                self.direction,
+                self.rule,
+                noise=self.noise(out.samples),
+                fresh_incumbent=len(out.incumbent_samples),
+            )
+            if out.verdict is not Verdict.MORE:
+                break
+            if self.rule.rule == "sequential" and not self._measure_incumbent(
+                iteration, candidate, out
+            ):
+                return out
+        self.groups[commit] = list(out.samples)
+        return out
+
+    def _cap(self) -> int:
+        if self.rule.rule == "sequential":
+            return self.rule.max_samples
+        return samples_needed(self.rule)
+
+    def _measure_incumbent(self, iteration: int, candidate: Candidate, out: Evaluation) -> bool:
+        k = len(out.incumbent_samples) + 1
+        self.phase("measuring", iteration, sample=k, samples=self._cap(), side="incumbent")
+        self.workspace.show_incumbent(candidate, self.incumbent)
+        value = self._run(self.metric, iteration, f"{iteration:04d}-incumbent-{k}", out)
+        if value is None:
+            out.reason = f"re-measuring the incumbent: {out.reason}"
+            return False
+        out.incumbent_samples.append(value)
+        self.groups.setdefault(self.incumbent, []).append(value)
+        return True
+
+    def run_guard(self, iteration: int) -> Evaluation:
+        out = Evaluation()
+        if self.guard is not None:
+            self.phase("guard", iteration)
+            self._run(self.guard, iteration, f"{iteration:04d}-guard", out)
+        return out
+
+    def promote(self, commit: str) -> None:
+        """The candidate `commit` was kept: it is the incumbent from now on."""
+        self.incumbent = commit
