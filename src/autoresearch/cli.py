@@ -121,6 +121,14 @@ def status(config_path: Path | None, as_json: bool) -> None:
         + f" at attempt {data['best_iteration']}"
         + (f" [{data['best_commit'][:10]}]" if data.get("best_commit") else "")
     )
+    if data.get("noise") is not None:
+        pct = data.get("noise_pct")
+        conf = data.get("confidence")
+        console.print(
+            f"noise: sigma {num(data['noise'])}"
+            + ("" if pct is None else f" ({pct:.2f}% of the baseline)")
+            + ("" if conf is None else f"; confidence that the best beats the baseline {conf:.3f}")
+        )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["counts"].items()))
     console.print(f"attempts {data['iterations']}: {counts}")
     console.print(f"branch {data['branch']}   ledger {data['ledger']}")

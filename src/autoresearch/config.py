@@ -27,6 +27,23 @@ class MetricConfig(_Strict):
     pattern: str | None = None
     timeout: float = Field(default=600, gt=0)
     target: float | None = None
+    file: str | None = None
+    key: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _sources(self) -> MetricConfig:
+        if self.key is not None and self.file is None:
+            raise ValueError("'key' reads a value from 'file'; set 'file' too")
+        if self.name is not None and (self.file is not None or self.pattern is not None):
+            raise ValueError("'name' picks a METRIC line on stdout; drop 'file' or 'pattern'")
+        if self.file is not None and (
+            self.file.startswith("/") or ".." in self.file.split("/") or not self.file.strip()
+        ):
+            raise ValueError("'file' must be a path inside the workspace")
+        if self.name is not None and not re.fullmatch(r"[\w.\-/]+", self.name):
+            raise ValueError("'name' must be a metric name like 'loss' or 'val.acc'")
+        return self
 
     @field_validator("pattern")
     @classmethod

@@ -11,10 +11,12 @@ Rules:
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from autoresearch.config import DecisionConfig, parse_min_delta
 
@@ -156,21 +158,100 @@ def t_cdf(t: float, dof: int) -> float:
     return (lo + hi) / 2
 
 
-# Efficacy: each of the K-1 looks that may keep spends (1 - confidence) / (K-1) ** LOOK_POWER.
-# 1.0 would be Bonferroni (provably conservative); 0.25 keeps the measured false-keep rate
-# under 1 - confidence with binding futility (tests/test_decide_error_rates.py checks it).
-LOOK_POWER = 0.25
-# Futility: drop a candidate whose gain, projected to max_samples, reaches less than this
-# share of the efficacy boundary (from the second look on; the first look only drops
-# candidates that do not look better at all).
-FUTILITY_SHARE = 0.1
+# Futility: from the second look on, drop a candidate whose gain, projected to max_samples,
+# would reach less than this share of the efficacy boundary.
+FUTILITY_SHARE = 0.2
+CALIBRATION_PATHS = 8000
+CALIBRATION_SEED = 20261129
+
+
+@dataclass(frozen=True)
+class _Look:
+    keep: bool
+    stop: bool
+
+
+def _null_keep_rate(efficacy: float, max_samples: int, paths: list[list[float]]) -> float:
+    """Share of null candidates the sequential procedure keeps (t scale, sigma estimated)."""
+    kept = 0
+    ref = BASELINE_SAMPLES
+    for draws in paths:
+        # draws: the noise estimate's scale, the reference incumbent samples, c1, then
+        # (incumbent, candidate) pairs.
+        scale = draws[0]
+        inc_window = list(draws[1 : ref + 1])
+        inc_sum = sum(inc_window)
+        cand_sum = draws[ref + 1]
+        k = 1
+        pos = ref + 2
+        fresh = 0
+        while True:
+            inc_n = len(inc_window)
+            g = inc_sum / inc_n - cand_sum / k
+            if g <= 0:
+                break
+            se = scale * math.sqrt(1 / k + 1 / inc_n)
+            if fresh >= 1 and g / se >= efficacy:
+                kept += 1
+                break
+            if k >= max_samples:
+                break
+            if k > 1:
+                final_inc = min(inc_n + max_samples - k, max_samples)
+                se_final = scale * math.sqrt(1 / max_samples + 1 / final_inc)
+                if g / se_final < FUTILITY_SHARE * efficacy:
+                    break
+            # Interleave: the incumbent again, then the candidate again.
+            inc_window.append(draws[pos])
+            inc_sum += draws[pos]
+            if len(inc_window) > max_samples:
+                inc_sum -= inc_window.pop(0)
+            cand_sum += draws[pos + 1]
+            pos += 2
+            k += 1
+            fresh += 1
+    return kept / len(paths)
+
+
+DOF_STEPS = (3, 5, 8, 12, 20, 35, 60, 100, 1000)
+
+
+def _dof_step(dof: int) -> int:
+    """Round the noise estimate's degrees of freedom down to a calibrated step."""
+    return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
+
+
+@lru_cache(maxsize=128)
+def calibrated_efficacy(max_samples: int, confidence: float, dof: int) -> float:
+    """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
+    probability 1 - confidence under this very procedure: interleaved looks, binding
+    futility, a reference of BASELINE_SAMPLES incumbent samples, and a noise estimate with
+    `dof` degrees of freedom. Found by bisection over a fixed set of simulated null paths,
+    so it is deterministic.
+    """
+    rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof)
+    width = BASELINE_SAMPLES + 1 + 2 * max_samples
+    paths = []
+    for _ in range(CALIBRATION_PATHS):
+        scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
+        paths.append([scale] + [rng.gauss(0.0, 1.0) for _ in range(width)])
+    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
+    # these paths does not overshoot on new ones.
+    alpha = 1.0 - confidence
+    alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+    lo, hi = 0.0, 12.0
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        if _null_keep_rate(mid, max_samples, paths) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def sequential_bounds(rule: DecisionConfig, dof: int) -> float:
     """The efficacy boundary on the t statistic of the gain."""
-    looks = max(rule.max_samples - 1, 1)
-    alpha = (1.0 - rule.confidence) / looks**LOOK_POWER
-    return t_quantile(1.0 - alpha, max(dof, 3))
+    return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof))
 
 
 def sequential_verdict(

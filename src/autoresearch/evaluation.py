@@ -16,8 +16,9 @@ from typing import Any
 
 from autoresearch.config import Campaign
 from autoresearch.decide import Noise, Verdict, decide, estimate, pooled_noise, samples_needed
-from autoresearch.executors import CommandSpec, Executor
+from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
+from autoresearch.ledger import sample_groups
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -57,7 +58,7 @@ class Evaluator:
         self.fingerprint = fingerprint
         self.logs = logs
         self.phase = phase
-        self.metric = CommandSpec(cfg.metric.command, cfg.metric.timeout, cfg.metric.pattern)
+        self.metric = metric_spec(cfg.metric)
         self.guard = (
             CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False) if cfg.guard else None
         )
@@ -69,16 +70,7 @@ class Evaluator:
 
     def load(self, records: list[dict[str, Any]], incumbent: str) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
-        self.groups = {}
-        for record in records:
-            commit = record.get("commit")
-            if commit and record.get("samples"):
-                self.groups.setdefault(commit, []).extend(float(s) for s in record["samples"])
-            parent = record.get("parent")
-            if parent and record.get("incumbent_samples"):
-                self.groups.setdefault(parent, []).extend(
-                    float(s) for s in record["incumbent_samples"]
-                )
+        self.groups = sample_groups(records)
         self.incumbent = incumbent
 
     def incumbent_samples(self) -> list[float]:

@@ -199,6 +199,23 @@ def extract_number(text: str, pattern: str | None) -> float:
         if not numbers:
             raise MetricParseError("printed no number on stdout")
         raw = numbers[-1]
+    return _finite(raw)
+
+
+METRIC_LINE = re.compile(r"^METRIC\s+([\w.\-/]+)\s*=\s*(\S+)\s*$", re.MULTILINE)
+
+
+def metric_line(text: str, name: str) -> float:
+    """The value of the last `METRIC <name>=<value>` line."""
+    found = [value for key, value in METRIC_LINE.findall(text) if key == name]
+    if not found:
+        names = sorted({key for key, _ in METRIC_LINE.findall(text)})
+        seen = f" (it printed: {', '.join(names)})" if names else ""
+        raise MetricParseError(f"printed no 'METRIC {name}=...' line{seen}")
+    return _finite(found[-1])
+
+
+def _finite(raw: str) -> float:
     try:
         value = float(raw.strip())
     except ValueError:
@@ -206,6 +223,71 @@ def extract_number(text: str, pattern: str | None) -> float:
     if not math.isfinite(value):
         raise MetricParseError(f"printed {raw.strip()}, which is not a finite number")
     return value
+
+
+def value_at(data: object, key: str) -> object:
+    """Follow a dotted path (`val.loss`, `history.-1.acc`) through dicts and lists."""
+    node = data
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif (
+            isinstance(node, list)
+            and re.fullmatch(r"-?\d+", part)
+            and -len(node) <= int(part) < len(node)
+        ):
+            node = node[int(part)]
+        else:
+            raise MetricParseError(f"has no key {key!r} (stopped at {part!r})")
+    return node
+
+
+def file_metric(path: Path, key: str | None, pattern: str | None) -> float:
+    """A number from a file the metric command wrote: a dotted key, or else its text."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise MetricParseError(f"did not write {path.name}") from None
+    except OSError as exc:
+        raise MetricParseError(f"wrote {path.name}, which cannot be read ({exc})") from None
+    if key is None:
+        return extract_number(text, pattern)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            import json
+
+            data: object = json.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        elif suffix == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            raise MetricParseError(f"{path.name}: 'key' needs a .json, .yaml or .toml file")
+    except MetricParseError:
+        raise
+    except Exception as exc:  # any parser's error: the file is malformed
+        raise MetricParseError(f"wrote {path.name}, which cannot be parsed ({exc})") from None
+    value = value_at(data, key)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise MetricParseError(f"{path.name}: {key} holds {value!r}, not a number")
+    return _finite(str(value))
+
+
+def read_metric(spec: object, stdout: str, workspace: Path) -> float:
+    """The number a metric run produced, from wherever the config says to read it."""
+    file = getattr(spec, "file", None)
+    name = getattr(spec, "name", None)
+    pattern = getattr(spec, "pattern", None)
+    if file is not None:
+        return file_metric(workspace / file, getattr(spec, "key", None), pattern)
+    if name is not None:
+        return metric_line(stdout, name)
+    return extract_number(stdout, pattern)
 
 
 def sha256_file(path: Path) -> str:

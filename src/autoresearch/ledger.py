@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import statistics
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from autoresearch.decide import confidence_better, pooled_noise
 
 TSV_HEADER = "iteration\tcommit\tmetric\tdelta\tstatus\tdescription\n"
 KEPT = ("baseline", "keep")
@@ -165,7 +166,8 @@ class Summary:
     iterations: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     streak: int = 0  # attempts in a row not kept, from the end
-    noise: float | None = None
+    noise: float | None = None  # pooled standard deviation of repeated samples
+    confidence: float | None = None  # P(best is truly better than the baseline)
 
     def to_json(self) -> dict[str, Any]:
         delta = None
@@ -182,6 +184,11 @@ class Summary:
             "improvement_pct": _pct(self.baseline, self.best, self.direction),
             "iterations": self.iterations,
             "counts": self.counts,
+            "noise": self.noise,
+            "noise_pct": None
+            if self.noise is None or not self.baseline
+            else 100.0 * self.noise / abs(self.baseline),
+            "confidence": self.confidence,
         }
 
 
@@ -215,10 +222,28 @@ def summarize(name: str, direction: str, records: list[dict[str, Any]]) -> Summa
         elif status != "interrupted":
             summary.streak += 1
     summary.counts = dict(counts)
-    samples = [s for r in records if r.get("status") == "baseline" for s in r.get("samples") or []]
-    if len(samples) >= 2:
-        summary.noise = statistics.median(abs(s - statistics.median(samples)) for s in samples)
+    groups = sample_groups(records)
+    noise = pooled_noise(list(groups.values()))
+    if noise is not None:
+        summary.noise = noise.sigma
+        base = groups.get(summary.baseline_commit or "", [])
+        best = groups.get(summary.best_commit or "", [])
+        if summary.best_iteration and base and best:
+            summary.confidence = confidence_better(base, best, direction, noise)
     return summary
+
+
+def sample_groups(records: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Every sample of each version of the code: its own runs plus later re-measurements."""
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        commit = record.get("commit")
+        if commit and record.get("samples"):
+            groups.setdefault(commit, []).extend(float(s) for s in record["samples"])
+        parent = record.get("parent")
+        if parent and record.get("incumbent_samples"):
+            groups.setdefault(parent, []).extend(float(s) for s in record["incumbent_samples"])
+    return groups
 
 
 class StateFile:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.config import Campaign
-from autoresearch.executors import CommandSpec, LocalExecutor, Measurement
+from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.gitcmd import Git
 from autoresearch.integrity import harness_files
 from autoresearch.proposers import create_proposer, validate_proposer
@@ -64,7 +64,7 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         env["AUTORESEARCH_ITERATION"] = "0"
         env["AUTORESEARCH_WORKSPACE"] = str(scratch)
         logs = campaign.state_dir / "logs"
-        spec = CommandSpec(cfg.metric.command, cfg.metric.timeout, cfg.metric.pattern)
+        spec = metric_spec(cfg.metric)
         for k in range(repeat):
             report.metric.append(
                 executor.run(

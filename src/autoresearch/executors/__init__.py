@@ -1,6 +1,6 @@
 """Executors run metric and guard commands; the local one runs them in the worktree."""
 
-from autoresearch.executors.base import CommandSpec, Executor, Measurement
+from autoresearch.executors.base import CommandSpec, Executor, Measurement, metric_spec
 from autoresearch.executors.local import LocalExecutor
 
-__all__ = ["CommandSpec", "Executor", "LocalExecutor", "Measurement"]
+__all__ = ["CommandSpec", "Executor", "LocalExecutor", "Measurement", "metric_spec"]

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from autoresearch.config import MetricConfig
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -28,9 +30,23 @@ class CommandSpec:
     timeout: float
     pattern: str | None = None
     parse: bool = True  # False for guards: only the exit code counts
+    file: str | None = None  # read the number from this file in the workspace
+    key: str | None = None  # dotted path into a JSON/YAML/TOML file
+    name: str | None = None  # pick `METRIC <name>=<value>` from stdout
 
 
 class Executor(Protocol):
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement: ...
+
+
+def metric_spec(metric: MetricConfig) -> CommandSpec:
+    return CommandSpec(
+        metric.command,
+        metric.timeout,
+        metric.pattern,
+        file=metric.file,
+        key=metric.key,
+        name=metric.name,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autoresearch.executors.base import CommandSpec, Measurement
-from autoresearch.harness import MetricParseError, extract_number, run_command
+from autoresearch.harness import MetricParseError, read_metric, run_command
 
 
 class LocalExecutor:
@@ -35,7 +35,7 @@ class LocalExecutor:
         if not spec.parse:
             return Measurement("ok", None, result.seconds, "", result.stdout_path)
         try:
-            value = extract_number(result.stdout_text(), spec.pattern)
+            value = read_metric(spec, result.stdout_text(), workspace)
         except MetricParseError as exc:
             return Measurement("crash", None, result.seconds, str(exc), result.stdout_path)
         return Measurement("ok", value, result.seconds, "", result.stdout_path)
