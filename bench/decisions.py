@@ -1,0 +1,251 @@
+"""Decision rules side by side, on simulated campaigns driven through the real engine.
+
+Each campaign is a real git repository. `model.py` holds the list of changes applied so far;
+the true value of the code is `100 - sum(EFFECTS)` (lower is better). The proposer appends
+the next planned candidate, whose true effect is known (most neutral or harmful, some
+helpful); a neutral candidate is still a real change of the file. The metric command
+prints the true value plus noise. Every rule sees the same planned candidates.
+
+For each noise scenario and rule it prints: attempts, metric runs, false keeps (kept with
+true effect <= 0, as a share of the candidates that are not better), missed improvements,
+the captured fraction of the available improvement (final true gain / sum of the helpful
+candidates' effects) and the final true value.
+
+    python bench/decisions.py [--campaigns 10] [--attempts 40] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import zlib
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+START = 100.0
+RULES = ("strict", "threshold", "repeats", "sequential")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    noise: str  # gauss | heavy
+    sigma_pct: float  # noise scale, % of the true value
+    helpful_pct: float  # typical helpful effect, % of the start value
+    drift_pct: float = 0.0  # change of the machine's speed over the campaign, %
+
+
+SCENARIOS = (
+    Scenario("gauss 1% (noise = 1/4 of a helpful change)", "gauss", 1.0, 4.0),
+    Scenario("gauss 5% (noise = a helpful change)", "gauss", 5.0, 5.0),
+    Scenario("heavy-tailed (t, 3 dof, scale 1%)", "heavy", 1.0, 4.0),
+    Scenario("gauss 1% + drift -3%", "gauss", 1.0, 4.0, drift_pct=-3.0),
+)
+GOAL_SCENARIOS = SCENARIOS[:2]
+
+METRIC = """\
+import json, math, os, random, sys
+sys.dont_write_bytecode = True
+import model
+state = os.environ["BENCH_STATE"]
+with open(state) as f:
+    s = json.load(f)
+s["runs"] += 1
+with open(state, "w") as f:
+    json.dump(s, f)
+rng = random.Random(s["seed"] * 100003 + s["runs"])
+true = 100.0 - sum(model.EFFECTS)
+scale = s["sigma_pct"] / 100.0 * true
+if s["noise"] == "heavy":
+    e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
+else:
+    e = rng.gauss(0, 1)
+drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
+print(f"value: {true * drift + scale * e:.6f}")
+"""
+
+PROPOSER = """\
+import json, os, sys
+plan = json.load(open(os.environ["BENCH_PLAN"]))
+i = int(os.environ["AUTORESEARCH_ITERATION"])
+effect = plan[i - 1] if i <= len(plan) else 0.0
+with open("model.py", "a") as f:
+    f.write(f"EFFECTS.append({effect!r})  # candidate {i}\\n")
+print(f"candidate {i} (true effect {effect:+.3f})")
+"""
+
+CONFIG = """\
+name = "bench"
+scope = ["model.py"]
+harness = ["metric.py"]
+
+[metric]
+command = "BENCH_STATE={state} {python} -E -s metric.py"
+direction = "minimize"
+pattern = 'value: ([-0-9.eE+]+)'
+
+[decision]
+rule = "{rule}"
+min_delta = "0.5%"
+repeats = 5
+max_samples = 8
+confidence = 0.95
+
+[stop]
+max_iterations = {attempts}
+
+[proposer]
+kind = "command"
+command = "BENCH_PLAN={plan} {python} -E -s {proposer}"
+"""
+
+
+def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
+    rng = random.Random(f"{scenario.helpful_pct}-{campaign}")
+    h = scenario.helpful_pct / 100.0 * START
+    plan = []
+    for _ in range(attempts):
+        u = rng.random()
+        if u < 0.55:
+            plan.append(0.0)
+        elif u < 0.85:
+            plan.append(-rng.uniform(0.5, 2.5) * h)
+        else:
+            plan.append(rng.uniform(0.25, 1.75) * h)
+    return plan
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
+    from autoresearch.config import load_campaign
+    from autoresearch.engine import Engine
+    from autoresearch.ledger import Ledger
+
+    scenario, rule, campaign, attempts = job
+    plan = make_plan(scenario, campaign, attempts)
+    with tempfile.TemporaryDirectory(prefix="ar-decisions-") as tmp:
+        base = Path(tmp).resolve()
+        repo = base / "repo"
+        repo.mkdir()
+        state = base / "state.json"
+        state.write_text(
+            json.dumps(
+                {
+                    "runs": 0,
+                    "seed": zlib.crc32(f"{scenario.name}/{rule}/{campaign}".encode()),
+                    "noise": scenario.noise,
+                    "sigma_pct": scenario.sigma_pct,
+                    "drift_pct": scenario.drift_pct,
+                    "expected_runs": attempts * 3,
+                }
+            )
+        )
+        (base / "plan.json").write_text(json.dumps(plan))
+        (base / "propose.py").write_text(PROPOSER)
+        (repo / "model.py").write_text("EFFECTS = []\n")
+        (repo / "metric.py").write_text(METRIC)
+        (repo / "autoresearch.toml").write_text(
+            CONFIG.format(
+                state=state,
+                python=sys.executable,
+                rule=rule,
+                attempts=attempts,
+                plan=base / "plan.json",
+                proposer=base / "propose.py",
+            )
+        )
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "start")
+        campaign_obj = load_campaign(repo)
+        result = Engine(campaign_obj).run()
+        assert result.stop_reason == "max_iterations", result
+        records = Ledger(campaign_obj.state_dir).records()
+        best = git(repo, "show", "autoresearch/bench:model.py")
+        kept_effects = [
+            float(line.split("(")[1].split(")")[0])
+            for line in best.splitlines()
+            if line.startswith("EFFECTS.append")
+        ]
+        kept = {int(r["iteration"]) for r in records if r["status"] == "keep"}
+        return {
+            "attempts": sum(1 for r in records if r["iteration"] > 0),
+            "runs": sum(int(r.get("metric_runs") or 0) for r in records),
+            "false_keeps": sum(1 for i in kept if plan[i - 1] <= 0),
+            "not_better": sum(1 for e in plan if e <= 0),
+            "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),
+            "helpful": sum(1 for e in plan if e > 0),
+            "gain": sum(kept_effects),
+            "available": sum(e for e in plan if e > 0),
+            "final": START - sum(kept_effects),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaigns", type=int, default=10)
+    parser.add_argument("--attempts", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--scenarios", default="all", help="'all' or 'goals'")
+    args = parser.parse_args()
+    scenarios = SCENARIOS if args.scenarios == "all" else GOAL_SCENARIOS
+    jobs = [
+        (s, rule, c, args.attempts)
+        for s in scenarios
+        for rule in RULES
+        for c in range(args.campaigns)
+    ]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(run_campaign, jobs))
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for (scenario, rule, _, _), row in zip(jobs, results, strict=True):
+        total = table.setdefault((scenario.name, rule), {})
+        for key, value in row.items():
+            total[key] = total.get(key, 0.0) + value
+    print(
+        f"{args.campaigns} campaigns x {args.attempts} attempts per scenario and rule; "
+        "the same planned candidates for every rule\n"
+    )
+    header = (
+        f"{'rule':<11}{'attempts':>9}{'runs':>7}{'false keeps':>16}{'missed':>11}"
+        f"{'captured':>10}{'final':>9}"
+    )
+    for scenario in scenarios:
+        print(scenario.name)
+        print(header)
+        for rule in RULES:
+            t = table[(scenario.name, rule)]
+            fk = f"{int(t['false_keeps'])}/{int(t['not_better'])} ({100 * t['false_keeps'] / t['not_better']:.1f}%)"
+            print(
+                f"{rule:<11}{int(t['attempts']):>9}{int(t['runs']):>7}{fk:>16}"
+                f"{int(t['missed']):>5}/{int(t['helpful']):<5}{t['gain'] / t['available']:>10.3f}"
+                f"{t['final'] / args.campaigns:>9.2f}"
+            )
+        seq, rep, st = (table[(scenario.name, r)] for r in ("sequential", "repeats", "strict"))
+        print(
+            f"sequential vs repeats: {seq['runs'] / rep['runs']:.2f} of its metric runs, "
+            f"captured {seq['gain'] / seq['available']:.3f} vs {rep['gain'] / rep['available']:.3f}"
+            f"; vs strict {st['gain'] / st['available']:.3f}\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
