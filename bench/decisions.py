@@ -233,7 +233,8 @@ def main() -> None:
         print(header)
         for rule in RULES:
             t = table[(scenario.name, rule)]
-            fk = f"{int(t['false_keeps'])}/{int(t['not_better'])} ({100 * t['false_keeps'] / t['not_better']:.1f}%)"
+            share = 100 * t["false_keeps"] / t["not_better"]
+            fk = f"{int(t['false_keeps'])}/{int(t['not_better'])} ({share:.1f}%)"
             print(
                 f"{rule:<11}{int(t['attempts']):>9}{int(t['runs']):>7}{fk:>16}"
                 f"{int(t['missed']):>5}/{int(t['helpful']):<5}{t['gain'] / t['available']:>10.3f}"

@@ -158,7 +158,8 @@ command = "sed -i 's/^N = .*/N = 2/' calc.py"
         ),
         (
             'file = "m.yaml"\nkey = "history.-1.loss"',
-            "import calc\nopen('m.yaml', 'w').write(f'history:\\n  - loss: 50\\n  - loss: {calc.N}\\n')\n",
+            "import calc\nopen('m.yaml', 'w').write("
+            "f'history:\\n  - loss: 50\\n  - loss: {calc.N}\\n')\n",
         ),
         (
             'file = "m.toml"\nkey = "eval.loss"',
@@ -167,7 +168,8 @@ command = "sed -i 's/^N = .*/N = 2/' calc.py"
         ('file = "m.txt"', "import calc\nopen('m.txt', 'w').write(f'epoch 9 loss {calc.N}\\n')\n"),
         (
             'name = "loss"',
-            "import calc\nprint(f'METRIC loss={calc.N}')\nprint('METRIC acc=0.5')\nprint('done 77')\n",
+            "import calc\nprint(f'METRIC loss={calc.N}')\nprint('METRIC acc=0.5')\n"
+            "print('done 77')\n",
         ),
     ],
 )
