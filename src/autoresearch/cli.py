@@ -131,6 +131,10 @@ def status(config_path: Path | None, as_json: bool) -> None:
         )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["counts"].items()))
     console.print(f"attempts {data['iterations']}: {counts}")
+    if data.get("cost_usd") or data.get("tokens_in") or data.get("tokens_out"):
+        console.print(
+            f"cost ${data['cost_usd']:.4f}; tokens {data['tokens_in']} in, {data['tokens_out']} out"
+        )
     console.print(f"branch {data['branch']}   ledger {data['ledger']}")
 
 

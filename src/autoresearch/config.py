@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from autoresearch.errors import ConfigError
+from autoresearch.llm import ChatSettings
 from autoresearch.scope import PathMatcher
 
 CONFIG_FILE = "autoresearch.toml"
@@ -22,8 +23,8 @@ class _Strict(BaseModel):
 
 
 class MetricConfig(_Strict):
-    command: str = Field(min_length=1)
-    direction: Literal["minimize", "maximize"]
+    command: str | None = Field(default=None, min_length=1)
+    direction: Literal["minimize", "maximize"] | None = None
     pattern: str | None = None
     timeout: float = Field(default=600, gt=0)
     target: float | None = None
@@ -70,6 +71,7 @@ class StopConfig(_Strict):
     max_iterations: int = Field(default=20, ge=0)
     plateau: int = Field(default=0, ge=0)
     max_minutes: float = Field(default=0, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
 
 
 class ProposerConfig(BaseModel):
@@ -113,6 +115,14 @@ def parse_min_delta(value: float | str) -> tuple[float, bool]:
     return amount, percent
 
 
+class JudgeConfig(ChatSettings):
+    """An LLM that scores files against a rubric; the metric when no metric command is set."""
+
+    rubric: str = Field(min_length=1)
+    files: list[str] = Field(min_length=1)
+    rounds: int = Field(default=3, ge=1, le=15)
+
+
 class CampaignConfig(_Strict):
     name: str
     goal: str = ""
@@ -120,7 +130,8 @@ class CampaignConfig(_Strict):
     scope: list[str] = Field(min_length=1)
     harness: list[str] = Field(default_factory=list)
     share: list[str] = Field(default_factory=list)
-    metric: MetricConfig
+    metric: MetricConfig = Field(default_factory=MetricConfig)
+    judge: JudgeConfig | None = None
     guard: GuardConfig | None = None
     stop: StopConfig = Field(default_factory=StopConfig)
     proposer: ProposerConfig = Field(default_factory=ProposerConfig)
@@ -253,9 +264,34 @@ def find_config(root: Path, explicit: Path | None) -> tuple[Path, dict[str, Any]
 
 def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
     try:
-        return CampaignConfig.model_validate(data)
+        config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
+    metric = config.metric
+    if metric.command is None and config.judge is None:
+        raise ConfigError(
+            f"{source}: key 'metric.command' is missing; add the command that prints the "
+            "number (or configure a [judge])."
+        )
+    if metric.command is None:
+        if metric.direction == "minimize":
+            raise ConfigError(
+                f"{source}: key 'metric.direction': the judge's score (0-100) is maximized; "
+                "remove the key or set it to 'maximize'."
+            )
+        if metric.file or metric.name or metric.pattern:
+            raise ConfigError(
+                f"{source}: key 'metric': file, name and pattern read a metric command's "
+                "output; with the judge as the metric, remove them."
+            )
+        return config.model_copy(
+            update={"metric": metric.model_copy(update={"direction": "maximize"})}
+        )
+    if metric.direction is None:
+        raise ConfigError(
+            f"{source}: key 'metric.direction' is missing; add it ('minimize' or 'maximize')."
+        )
+    return config
 
 
 def load_campaign(root: Path, explicit: Path | None = None) -> Campaign:

@@ -19,7 +19,7 @@ from filelock import FileLock, Timeout
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError, CampaignLocked, ConfigError, GitError
-from autoresearch.evaluation import Evaluator
+from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
@@ -34,6 +34,7 @@ EXIT_FAILED = 1
 EXIT_TAMPERED = 3
 EXIT_INTERRUPTED = 130
 PROPOSER_FAILURE_LIMIT = 3
+JUDGE_METRIC = "an LLM judge's score (0-100)"
 # Outcomes after which only the attempt's own paths need undoing (see _roll_back).
 FAST_ROLLBACK = ("keep", "discard", "crash", "guard_failed", "no_change")
 
@@ -318,6 +319,9 @@ class Engine:
         elapsed = (time.monotonic() - self.started) / 60.0
         if self.cfg.stop.max_minutes and elapsed >= self.cfg.stop.max_minutes:
             return "max_minutes"
+        budget = self.cfg.stop.max_cost_usd
+        if budget is not None and summary.cost_usd >= budget:
+            return "max_cost"
         return None
 
     # -- measuring ----------------------------------------------------------------------
@@ -354,6 +358,7 @@ class Engine:
                 "propose_seconds": 0.0,
                 "measure_seconds": round(measured.seconds, 4),
                 "guard_seconds": round(guard.seconds, 4),
+                **_judge_fields(measured),
                 "engine_seconds": round(
                     time.monotonic() - began - measured.seconds - guard.seconds, 4
                 ),
@@ -392,7 +397,7 @@ class Engine:
             scope=list(self.cfg.scope),
             harness=list(self.cfg.harness),
             direction=self.cfg.metric.direction,
-            metric_command=self.cfg.metric.command,
+            metric_command=self.cfg.metric.command or JUDGE_METRIC,
             baseline=summary.baseline,
             best=self.best,
             history=history,
@@ -410,7 +415,7 @@ class Engine:
             scope=list(self.cfg.scope),
             harness=list(self.cfg.harness),
             direction=self.cfg.metric.direction,
-            metric_command=self.cfg.metric.command,
+            metric_command=self.cfg.metric.command or JUDGE_METRIC,
             best=self.best,
             baseline=summary.baseline,
             history=history,
@@ -513,6 +518,10 @@ class Engine:
             self.proposer_failures += 1
             return
         self.proposer_failures = 0
+        if proposal.refused:
+            record["status"] = "edit_refused"
+            record["reason"] = proposal.reason
+            return
         if not candidate.changes:
             record["status"] = "no_change"
             return
@@ -542,6 +551,7 @@ class Engine:
             record["incumbent_samples"] = measured.incumbent_samples
         record["metric_runs"] = measured.runs
         record["metric"] = measured.metric
+        _add_judge_costs(record, measured)
         if measured.failure:
             record["status"] = measured.failure
             record["reason"] = measured.reason
@@ -600,6 +610,20 @@ class Engine:
         stored = self.ledger.append(record)
         self.records.append(stored)
         self.emit("attempt", record=stored, best=self.best, max_iterations=self.max_iterations)
+
+
+def _judge_fields(measured: Evaluation) -> dict[str, Any]:
+    if not (measured.cost_usd or measured.tokens_in or measured.tokens_out):
+        return {}
+    return {
+        "judge_cost_usd": round(measured.cost_usd, 8),
+        "judge_tokens_in": measured.tokens_in,
+        "judge_tokens_out": measured.tokens_out,
+    }
+
+
+def _add_judge_costs(record: dict[str, Any], measured: Evaluation) -> None:
+    record.update(_judge_fields(measured))
 
 
 def _describe(candidate: Candidate) -> str:

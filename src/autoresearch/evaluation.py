@@ -18,6 +18,7 @@ from autoresearch.config import Campaign
 from autoresearch.decide import Noise, Verdict, decide, estimate, pooled_noise, samples_needed
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
+from autoresearch.judge import Judge
 from autoresearch.ledger import sample_groups
 from autoresearch.workspace import Candidate, Workspace
 
@@ -33,6 +34,9 @@ class Evaluation:
     reason: str = ""
     seconds: float = 0.0
     runs: int = 0
+    cost_usd: float = 0.0  # what an LLM judge cost
+    tokens_in: int = 0
+    tokens_out: int = 0
 
     @property
     def metric(self) -> float | None:
@@ -59,6 +63,10 @@ class Evaluator:
         self.logs = logs
         self.phase = phase
         self.metric = metric_spec(cfg.metric)
+        # With no metric command, the LLM judge is the metric.
+        self.judge = (
+            Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
+        )
         self.guard = (
             CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False) if cfg.guard else None
         )
@@ -104,6 +112,8 @@ class Evaluator:
         if tampered:
             out.failure, out.reason = "tampered", f"{tampered} changed during the campaign"
             return None
+        if self.judge is not None and spec is self.metric:
+            return self._judge(stem, out)
         result = self.executor.run(
             spec, workspace=self.workspace.path, env=self.env(iteration), log_stem=self.logs / stem
         )
@@ -115,6 +125,18 @@ class Evaluator:
             out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
             return None
         return result.value if spec.parse else 0.0
+
+    def _judge(self, stem: str, out: Evaluation) -> float | None:
+        assert self.judge is not None
+        verdict = self.judge.score(self.workspace.path, self.logs / stem)
+        out.seconds += verdict.seconds
+        out.runs += 1
+        out.cost_usd += verdict.cost_usd
+        out.tokens_in += verdict.tokens_in
+        out.tokens_out += verdict.tokens_out
+        if verdict.score is None:
+            out.failure, out.reason = "crash", verdict.reason
+        return verdict.score
 
     # -- the three things the engine asks for -------------------------------------------
 

@@ -18,8 +18,12 @@ CONFIG_KEY = "<config>"
 def judge_settings(campaign: Campaign) -> str:
     """The settings that define the judge: a change to them invalidates earlier numbers."""
     cfg = campaign.config
+    judge = None
+    if cfg.judge is not None:
+        judge = cfg.judge.model_dump(exclude={"api_key_env", "request_timeout", "max_retries"})
     data = {
         "metric": cfg.metric.model_dump(),
+        "judge": judge,
         "guard": cfg.guard.model_dump() if cfg.guard else None,
         "decision": cfg.decision.model_dump(),
         "harness": cfg.harness,
@@ -30,8 +34,19 @@ def judge_settings(campaign: Campaign) -> str:
 def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
     """Expand the `harness` globs over the files of the workspace."""
     cfg = campaign.config
+    rubric = [cfg.judge.rubric] if cfg.judge is not None else []
+    if rubric and PathMatcher(cfg.scope).matches(rubric[0]):
+        raise ConfigError(
+            f"{campaign.display_path()}: key 'judge.rubric': {rubric[0]} is in scope; the "
+            "proposer must never change (or be shown) the judge's rubric. Narrow 'scope'."
+        )
+    if rubric and not (workspace / rubric[0]).is_file():
+        raise ConfigError(
+            f"{campaign.display_path()}: key 'judge.rubric': {rubric[0]} does not exist in the "
+            "repository; commit it (or fix the path)."
+        )
     if not cfg.harness:
-        return []
+        return rubric
     raw = Git(workspace).run_bytes("ls-files", "-z", "--cached", "--others", "--exclude-standard")
     files = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
     matcher = PathMatcher(cfg.harness)
@@ -52,7 +67,7 @@ def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
                 f"{campaign.display_path()}: {path} is both in scope and in harness; a file the "
                 "proposer may change cannot be part of its judge. Narrow 'scope' or 'harness'."
             )
-    return found
+    return sorted({*found, *rubric})
 
 
 @dataclass

@@ -166,6 +166,9 @@ class Summary:
     iterations: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     streak: int = 0  # attempts in a row not kept, from the end
+    cost_usd: float = 0.0  # proposer and judge, as recorded
+    tokens_in: int = 0
+    tokens_out: int = 0
     noise: float | None = None  # pooled standard deviation of repeated samples
     confidence: float | None = None  # P(best is truly better than the baseline)
 
@@ -184,6 +187,9 @@ class Summary:
             "improvement_pct": _pct(self.baseline, self.best, self.direction),
             "iterations": self.iterations,
             "counts": self.counts,
+            "cost_usd": round(self.cost_usd, 6),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
             "noise": self.noise,
             "noise_pct": None
             if self.noise is None or not self.baseline
@@ -205,6 +211,15 @@ def summarize(name: str, direction: str, records: list[dict[str, Any]]) -> Summa
     for record in records:
         status = str(record.get("status"))
         counts[status] += 1
+        summary.cost_usd += float(record.get("cost_usd") or 0) + float(
+            record.get("judge_cost_usd") or 0
+        )
+        summary.tokens_in += int(record.get("tokens_in") or 0) + int(
+            record.get("judge_tokens_in") or 0
+        )
+        summary.tokens_out += int(record.get("tokens_out") or 0) + int(
+            record.get("judge_tokens_out") or 0
+        )
         iteration = int(record.get("iteration", 0))
         summary.iterations = max(summary.iterations, iteration)
         if status == "baseline":

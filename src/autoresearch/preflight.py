@@ -12,6 +12,7 @@ from autoresearch.config import Campaign
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.gitcmd import Git
 from autoresearch.integrity import harness_files
+from autoresearch.judge import Judge
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
@@ -65,12 +66,23 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         env["AUTORESEARCH_WORKSPACE"] = str(scratch)
         logs = campaign.state_dir / "logs"
         spec = metric_spec(cfg.metric)
+        judge = Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
         for k in range(repeat):
-            report.metric.append(
-                executor.run(
-                    spec, workspace=scratch, env=env, log_stem=logs / f"check-metric-{k + 1}"
+            stem = logs / f"check-metric-{k + 1}"
+            if judge is not None:
+                verdict = judge.score(scratch, stem)
+                outcome = "ok" if verdict.score is not None else "crash"
+                report.metric.append(
+                    Measurement(
+                        outcome,
+                        verdict.score,
+                        verdict.seconds,
+                        verdict.reason,
+                        stem.with_suffix(".out"),
+                    )
                 )
-            )
+            else:
+                report.metric.append(executor.run(spec, workspace=scratch, env=env, log_stem=stem))
             if not report.metric[-1].ok:
                 break
         if cfg.guard is not None and report.metric[-1].ok:

@@ -19,6 +19,7 @@ STATUS_STYLE = {
     "tampered": "bold red",
     "interrupted": "yellow",
     "proposer_failed": "red",
+    "edit_refused": "magenta",
 }
 
 

@@ -11,8 +11,10 @@ from pydantic import BaseModel, ValidationError
 
 from autoresearch.config import Campaign, ProposerConfig, format_validation_error
 from autoresearch.errors import ConfigError
+from autoresearch.proposers.agents import PRESETS, AgentOptions, AgentProposer
 from autoresearch.proposers.base import Proposer
 from autoresearch.proposers.command import CommandOptions, CommandProposer
+from autoresearch.proposers.openai_chat import ChatProposer, OpenAIOptions
 from autoresearch.proposers.optuna_params import OptunaOptions, OptunaProposer
 
 
@@ -28,7 +30,15 @@ REGISTRY: dict[str, ProposerKind] = {
         OptunaOptions,
         lambda opts, campaign: OptunaProposer(opts, campaign, campaign.config.proposer.options()),
     ),
+    "openai": ProposerKind(OpenAIOptions, lambda opts, campaign: ChatProposer(opts, campaign)),
 }
+
+
+def _agent(kind: str) -> ProposerKind:
+    return ProposerKind(AgentOptions, lambda opts, campaign: AgentProposer(kind, opts, campaign))
+
+
+REGISTRY.update({kind: _agent(kind) for kind in PRESETS})
 
 
 def parse_options(config: ProposerConfig, source: str) -> BaseModel:

@@ -18,6 +18,7 @@ class AttemptNote:
     description: str
     files: list[str]
     reason: str = ""
+    diffstat: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Proposal:
     description: str = ""
     failed: bool = False
     timed_out: bool = False
+    refused: bool = False  # the proposer's edits were refused (e.g. outside the scope)
     reason: str = ""
     cost_usd: float | None = None
     tokens_in: int | None = None

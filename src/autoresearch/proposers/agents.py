@@ -1,0 +1,274 @@
+"""`kind = "claude" | "codex" | "aider" | "gemini"`: coding-agent CLIs with the right flags.
+
+Each preset runs its tool non-interactively in the workspace, lets it edit files there,
+keeps it from committing (the engine commits), bounds its turns or time, and reads the cost
+and tokens from its output where the tool reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autoresearch.config import Campaign
+from autoresearch.edits import description_of
+from autoresearch.errors import AutoresearchError
+from autoresearch.harness import run_command
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.proposers.command import description_from
+
+PROMPT = '"$(cat "$AUTORESEARCH_PROMPT_FILE")"'
+
+
+class AgentOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | None = None
+    extra_args: list[str] = Field(default_factory=list)
+    timeout: float = Field(default=1800, gt=0)
+    max_turns: int = Field(default=30, ge=1)
+    executable: str | None = None  # path or name of the tool, if not the usual one
+
+
+@dataclass
+class Usage:
+    text: str = ""
+    cost_usd: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    tool: str
+    install: str
+    build: Callable[[str, AgentOptions, list[str]], str]
+    parse: Callable[[str], Usage]
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a tool's stdout: the whole text, or one per line."""
+    try:
+        whole = json.loads(text)
+        return [whole] if isinstance(whole, dict) else [o for o in whole if isinstance(o, dict)]
+    except (json.JSONDecodeError, TypeError):
+        pass
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                found.append(obj)
+    return found
+
+
+def _model(options: AgentOptions, flag: str) -> str:
+    return f" {flag} {shlex.quote(options.model)}" if options.model else ""
+
+
+def _extra(options: AgentOptions) -> str:
+    return "".join(f" {shlex.quote(a)}" for a in options.extra_args)
+
+
+# -- Claude Code --------------------------------------------------------------------------
+
+
+def _claude(exe: str, options: AgentOptions, files: list[str]) -> str:
+    return (
+        f"{shlex.quote(exe)} -p {PROMPT} --output-format json --permission-mode acceptEdits"
+        f" --max-turns {options.max_turns}"
+        " --disallowedTools 'Bash(git commit:*)' 'Bash(git push:*)' 'Bash(git reset:*)'"
+        f"{_model(options, '--model')}{_extra(options)}"
+    )
+
+
+def _parse_claude(stdout: str) -> Usage:
+    usage = Usage()
+    for obj in _json_objects(stdout):
+        if obj.get("type") not in (None, "result"):
+            continue
+        usage.text = str(obj.get("result") or usage.text)
+        cost = obj.get("total_cost_usd", obj.get("cost_usd"))
+        if isinstance(cost, int | float):
+            usage.cost_usd = float(cost)
+        tokens = obj.get("usage")
+        if isinstance(tokens, dict):
+            usage.tokens_in = int(
+                (tokens.get("input_tokens") or 0)
+                + (tokens.get("cache_creation_input_tokens") or 0)
+                + (tokens.get("cache_read_input_tokens") or 0)
+            )
+            usage.tokens_out = int(tokens.get("output_tokens") or 0)
+    return usage
+
+
+# -- Codex --------------------------------------------------------------------------------
+
+
+def _codex(exe: str, options: AgentOptions, files: list[str]) -> str:
+    return (
+        f"{shlex.quote(exe)} exec --json --full-auto --skip-git-repo-check"
+        f"{_model(options, '--model')}{_extra(options)} {PROMPT}"
+    )
+
+
+def _parse_codex(stdout: str) -> Usage:
+    usage = Usage()
+    tokens_in = tokens_out = 0
+    seen = False
+    for obj in _json_objects(stdout):
+        found = obj.get("usage")
+        msg = obj.get("msg")
+        if found is None and isinstance(msg, dict):
+            found = msg.get("usage")
+        if isinstance(found, dict):
+            seen = True
+            tokens_in += int(found.get("input_tokens") or 0)
+            tokens_out += int(found.get("output_tokens") or 0)
+        item = obj.get("item")
+        if isinstance(item, dict) and item.get("type") in ("agent_message", "assistant_message"):
+            usage.text = str(item.get("text") or usage.text)
+    if seen:
+        usage.tokens_in, usage.tokens_out = tokens_in, tokens_out
+    return usage
+
+
+# -- aider --------------------------------------------------------------------------------
+
+
+def _aider(exe: str, options: AgentOptions, files: list[str]) -> str:
+    listed = "".join(f" {shlex.quote(f)}" for f in files)
+    return (
+        f"{shlex.quote(exe)} --yes-always --no-auto-commits --no-dirty-commits"
+        " --no-check-update --no-show-model-warnings --no-pretty --no-stream"
+        f' --message-file "$AUTORESEARCH_PROMPT_FILE"{_model(options, "--model")}'
+        f"{_extra(options)}{listed}"
+    )
+
+
+_AIDER_TOKENS = re.compile(
+    r"Tokens:\s*([\d.]+)([kKmM]?)\s*sent,\s*([\d.]+)([kKmM]?)\s*received"
+    r"(?:\.\s*Cost:\s*\$([\d.]+)\s*message)?"
+)
+
+
+def _scaled(number: str, suffix: str) -> int:
+    factor = {"k": 1e3, "m": 1e6}.get(suffix.lower(), 1)
+    return round(float(number) * factor)
+
+
+def _parse_aider(stdout: str) -> Usage:
+    usage = Usage(text=description_from(stdout))
+    matches = list(_AIDER_TOKENS.finditer(stdout))
+    if matches:
+        usage.tokens_in = sum(_scaled(m.group(1), m.group(2)) for m in matches)
+        usage.tokens_out = sum(_scaled(m.group(3), m.group(4)) for m in matches)
+        costs = [float(m.group(5)) for m in matches if m.group(5)]
+        usage.cost_usd = sum(costs) if costs else None
+    return usage
+
+
+# -- Gemini CLI ---------------------------------------------------------------------------
+
+
+def _gemini(exe: str, options: AgentOptions, files: list[str]) -> str:
+    return (
+        f"{shlex.quote(exe)} --yolo --output-format json"
+        f"{_model(options, '-m')}{_extra(options)} -p {PROMPT}"
+    )
+
+
+def _parse_gemini(stdout: str) -> Usage:
+    usage = Usage()
+    for obj in _json_objects(stdout):
+        usage.text = str(obj.get("response") or usage.text)
+        stats = obj.get("stats")
+        models = stats.get("models") if isinstance(stats, dict) else None
+        if isinstance(models, dict):
+            tokens_in = tokens_out = 0
+            for stats in models.values():
+                tokens = stats.get("tokens") if isinstance(stats, dict) else None
+                if isinstance(tokens, dict):
+                    tokens_in += int(tokens.get("prompt") or 0)
+                    tokens_out += int(tokens.get("candidates") or 0)
+            usage.tokens_in, usage.tokens_out = tokens_in, tokens_out
+    return usage
+
+
+PRESETS: dict[str, Preset] = {
+    "claude": Preset("claude", "npm install -g @anthropic-ai/claude-code", _claude, _parse_claude),
+    "codex": Preset("codex", "npm install -g @openai/codex", _codex, _parse_codex),
+    "aider": Preset(
+        "aider", "python -m pip install aider-install && aider-install", _aider, _parse_aider
+    ),
+    "gemini": Preset("gemini", "npm install -g @google/gemini-cli", _gemini, _parse_gemini),
+}
+
+
+class AgentProposer:
+    def __init__(self, kind: str, options: AgentOptions, campaign: Campaign) -> None:
+        self.preset = PRESETS[kind]
+        self.options = options
+        self.campaign = campaign
+        exe = options.executable or self.preset.tool
+        found = shutil.which(exe)
+        if found is None:
+            raise AutoresearchError(
+                f"{self.preset.tool} (the '{kind}' proposer) is not installed or not on PATH; "
+                f"install it with `{self.preset.install}`, or set proposer.executable."
+            )
+        self.exe = found
+
+    def command(self, files: list[str]) -> str:
+        return self.preset.build(self.exe, self.options, files)
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        from autoresearch.proposers.openai_chat import _scope_files
+        from autoresearch.scope import PathMatcher
+
+        files: list[str] = []
+        if self.preset.tool == "aider":  # aider edits only the files it is given
+            files = _scope_files(ctx.workspace, PathMatcher(ctx.scope), PathMatcher(ctx.harness))
+        stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
+        result = run_command(
+            self.command(files),
+            cwd=ctx.workspace,
+            env=ctx.env,
+            timeout=self.options.timeout,
+            stdout_path=stem.with_suffix(".out"),
+            stderr_path=stem.with_suffix(".err"),
+        )
+        usage = self.preset.parse(result.stdout_text())
+        proposal = Proposal(
+            description=description_of(usage.text) if usage.text else "",
+            cost_usd=usage.cost_usd,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            output_path=str(result.stdout_path),
+        )
+        if result.timed_out:
+            proposal.timed_out = True
+            proposal.reason = f"{self.preset.tool} timed out after {self.options.timeout:g} s"
+        elif result.returncode != 0:
+            proposal.failed = True
+            tail = result.stderr_tail()
+            proposal.reason = f"{self.preset.tool} exited with code {result.returncode}" + (
+                f": {tail}" if tail else ""
+            )
+        return proposal
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

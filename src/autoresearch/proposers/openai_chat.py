@@ -1,0 +1,225 @@
+"""`kind = "openai"`: a chat model behind an OpenAI-compatible API answers with edit blocks.
+
+The prompt holds the goal, the instructions, the files in scope (trimmed to the context
+budget, with a marker), the recent attempts with their outcome and a diff summary, what
+worked, what failed, and the open ideas the model noted earlier. The engine, not the model,
+decides what is kept; the model never sees the harness, the ledger or a judge's rubric.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from pydantic import Field
+
+from autoresearch.config import Campaign
+from autoresearch.edits import (
+    EditRefused,
+    description_of,
+    ideas_of,
+    parse_blocks,
+    plan_edits,
+    write_edits,
+)
+from autoresearch.gitcmd import git_env
+from autoresearch.llm import ChatClient, ChatSettings, api_key
+from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext
+from autoresearch.scope import PathMatcher
+
+CHARS_PER_TOKEN = 4  # a conservative average for code and English
+REPLY_SHARE = 0.25  # of the context budget, kept free for the answer
+IDEAS_KEPT = 12
+
+SYSTEM = """\
+You improve a code base one change at a time. An engine measures each change with a fixed
+metric and keeps it only if the number gets better; otherwise it is rolled back.
+
+Answer with:
+1. A first line `DESCRIPTION: <one line saying what you change and why>`.
+2. One or more edit blocks, each exactly in this form:
+
+path/to/file.py
+<<<<<<< SEARCH
+exact existing lines, copied character for character from the file
+=======
+the lines that replace them
+>>>>>>> REPLACE
+
+An empty SEARCH section creates a new file. Only files in scope may be edited. Each SEARCH
+text must appear exactly once in its file. Keep the change focused: one idea per attempt.
+3. Optionally, lines `IDEA: <an idea worth trying later>`.
+"""
+
+
+class OpenAIOptions(ChatSettings):
+    max_context_tokens: int = Field(default=60000, ge=1000)
+    history: int = Field(default=20, ge=0, le=500)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _scope_files(workspace: Path, scope: PathMatcher, harness: PathMatcher) -> list[str]:
+    raw = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=workspace,
+        env=git_env(),
+        capture_output=True,
+        check=False,
+    ).stdout
+    names = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
+    return sorted(p for p in names if scope.matches(p) and not harness.matches(p))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _trim(text: str, budget: int) -> str:
+    if len(text) <= budget:
+        return text
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) > budget:
+            break
+        kept.append(line)
+        size += len(line)
+    dropped = len(lines) - len(kept)
+    return "".join(kept) + f"[... {dropped} more lines trimmed to fit the context budget ...]\n"
+
+
+def _history_lines(history: list[AttemptNote]) -> tuple[list[str], list[str], list[str]]:
+    table, worked, failed = [], [], []
+    for note in history:
+        if note.iteration == 0:
+            continue
+        files = ", ".join(note.files[:4]) or "-"
+        line = (
+            f"- #{note.iteration} {note.status}: metric {_num(note.metric)}"
+            f" (delta {_num(note.delta)}); {note.description or 'no description'}"
+            f"; changed {note.diffstat or files}"
+        )
+        if note.reason and note.status not in ("keep", "discard"):
+            line += f"; reason: {note.reason[:160]}"
+        table.append(line)
+        if note.status == "keep":
+            worked.append(f"- {note.description} (metric {_num(note.metric)})")
+        elif note.status not in ("no_change", "interrupted"):
+            failed.append(f"- {note.description or files}: {note.status}")
+    return table, worked, failed
+
+
+def build_messages(
+    ctx: ProposalContext, files: dict[str, str], ideas: list[str], options: OpenAIOptions
+) -> list[dict[str, str]]:
+    better = "lower" if ctx.direction == "minimize" else "higher"
+    head = [
+        f"# Goal\n\n{ctx.goal or 'Improve the metric.'}\n",
+        f"# Metric\n\n`{ctx.metric_command}`; {better} is better. Baseline {_num(ctx.baseline)},"
+        f" best so far {_num(ctx.best)}. This is attempt {ctx.iteration}.\n",
+    ]
+    if ctx.instructions.strip():
+        head.append(f"# Instructions\n\n{ctx.instructions.strip()}\n")
+    head.append(
+        "# Files you may edit (scope)\n\n" + "\n".join(f"- `{s}`" for s in ctx.scope) + "\n"
+    )
+    recent = ctx.history[-options.history :] if options.history else []
+    table, worked, failed = _history_lines(recent)
+    tail: list[str] = []
+    if table:
+        tail.append("# Recent attempts\n\n" + "\n".join(table) + "\n")
+    if worked:
+        tail.append("# What worked\n\n" + "\n".join(worked) + "\n")
+    if failed:
+        tail.append("# What did not work\n\n" + "\n".join(failed[-10:]) + "\n")
+    if ideas:
+        tail.append("# Open ideas\n\n" + "\n".join(f"- {i}" for i in ideas) + "\n")
+    tail.append("Propose the next change now.\n")
+    budget = int(options.max_context_tokens * (1 - REPLY_SHARE) * CHARS_PER_TOKEN)
+    budget -= len(SYSTEM) + sum(len(p) for p in head) + sum(len(p) for p in tail)
+    budget = max(budget, 0)
+    sections: list[str] = []
+    total = sum(len(t) for t in files.values())
+    for name, text in files.items():
+        share = budget if total <= budget else int(budget * len(text) / max(total, 1))
+        body = _trim(text, share) if total > budget else text
+        sections.append(
+            f"## {name}\n\n```\n{body}```\n"
+            if body.endswith("\n")
+            else f"## {name}\n\n```\n{body}\n```\n"
+        )
+    files_part = "# Current files\n\n" + ("\n".join(sections) if sections else "(none yet)\n")
+    user = "\n".join([*head, files_part, *tail])
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+class ChatProposer:
+    def __init__(self, options: OpenAIOptions, campaign: Campaign) -> None:
+        self.options = options
+        self.campaign = campaign
+        self.client = ChatClient(options, api_key(options, campaign.display_path(), "proposer"))
+        self.scope = PathMatcher(campaign.config.scope)
+        self.harness = PathMatcher(campaign.config.harness)
+        self.ideas_path = campaign.state_dir / "ideas.md"
+
+    def _ideas(self) -> list[str]:
+        try:
+            text = self.ideas_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
+
+    def _remember(self, ideas: list[str]) -> None:
+        merged = [i for i in self._ideas() if i not in ideas] + ideas
+        merged = merged[-IDEAS_KEPT:]
+        self.ideas_path.parent.mkdir(parents=True, exist_ok=True)
+        self.ideas_path.write_text("".join(f"- {i}\n" for i in merged), encoding="utf-8")
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        files: dict[str, str] = {}
+        for name in _scope_files(ctx.workspace, self.scope, self.harness):
+            text = _read(ctx.workspace / name)
+            if text is not None:
+                files[name] = text
+        messages = build_messages(ctx, files, self._ideas(), self.options)
+        stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
+        stem.with_suffix(".request.md").write_text(
+            "\n\n".join(m["content"] for m in messages), encoding="utf-8"
+        )
+        reply = self.client.complete(messages)
+        out = stem.with_suffix(".out")
+        out.write_text(reply.text, encoding="utf-8")
+        proposal = Proposal(
+            description=description_of(reply.text),
+            cost_usd=reply.cost_usd,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            output_path=str(out),
+        )
+        ideas = ideas_of(reply.text)
+        if ideas:
+            self._remember(ideas)
+        try:
+            planned = plan_edits(parse_blocks(reply.text), ctx.workspace, self.scope, self.harness)
+        except EditRefused as exc:
+            proposal.refused = True
+            proposal.reason = str(exc)
+            return proposal
+        write_edits(planned)
+        return proposal
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
