@@ -118,7 +118,9 @@ Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def cli() -> Runner:
-    def run(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        cwd: Path, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "autoresearch", *args],
             cwd=cwd,
@@ -126,6 +128,7 @@ def cli() -> Runner:
             text=True,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
 
     return run

@@ -69,7 +69,13 @@ def api_key(settings: ChatSettings, source: str, section: str) -> str:
 
 class ChatClient:
     def __init__(self, settings: ChatSettings, key: str) -> None:
-        from openai import OpenAI
+        try:
+            from openai import OpenAI
+        except ImportError:
+            raise ConfigError(
+                "the openai package is not installed; install it with "
+                "`pip install 'autoresearch[openai]'`."
+            ) from None
 
         self.settings = settings
         self._client = OpenAI(
