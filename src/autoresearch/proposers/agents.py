@@ -22,7 +22,6 @@ from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
 from autoresearch.harness import run_command
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
-from autoresearch.proposers.command import description_from
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT_FILE")"'
 
@@ -167,8 +166,29 @@ def _scaled(number: str, suffix: str) -> int:
     return round(float(number) * factor)
 
 
+AIDER_CHATTER = (
+    "Tokens:",
+    "Applied edit",
+    "Aider v",
+    "Model:",
+    "Git repo:",
+    "Repo-map:",
+    "Added ",
+    "Cost:",
+    "Main model:",
+    "Weak model:",
+    "Use /help",
+    "https://",
+)
+
+
 def _parse_aider(stdout: str) -> Usage:
-    usage = Usage(text=description_from(stdout))
+    said = [
+        line
+        for line in stdout.splitlines()
+        if line.strip() and not line.strip().startswith(AIDER_CHATTER)
+    ]
+    usage = Usage(text=said[0].strip() if said else "")
     matches = list(_AIDER_TOKENS.finditer(stdout))
     if matches:
         usage.tokens_in = sum(_scaled(m.group(1), m.group(2)) for m in matches)
