@@ -88,7 +88,7 @@ def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, cli: Run
         assert len(seen) == record["metric_runs"]
         assert len(record["samples"]) + len(record.get("incumbent_samples", [])) == len(seen)
         assert record["metric"] == pytest.approx(sum(record["samples"]) / len(record["samples"]))
-        # Candidate first, then incumbent and candidate alternating.
+        # Candidate and incumbent alternate; each side is one version of the code.
         assert len(set(seen[0::2])) == 1
         if record.get("incumbent_samples"):
             assert len(set(seen[1::2])) == 1

@@ -160,7 +160,7 @@ def t_cdf(t: float, dof: int) -> float:
 
 # Futility: from the second look on, drop a candidate whose gain, projected to max_samples,
 # would reach less than this share of the efficacy boundary.
-FUTILITY_SHARE = 0.2
+FUTILITY_SHARE = 0.6
 CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
@@ -266,8 +266,9 @@ def sequential_verdict(
 
     `incumbent` holds the recent samples of the incumbent (up to max_samples, the ones
     re-measured during this evaluation last); `fresh_incumbent` says how many of them were
-    taken during it. The statistic is t = (gain of the means - min_delta) / standard error,
-    with the standard error from the pooled noise estimate. A candidate is kept only after
+    taken during it. The statistic is t = gain of the means / standard error, with the
+    standard error from the pooled noise estimate; the estimated gain must also exceed
+    min_delta, the smallest gain worth keeping. A candidate is kept only after
     at least one fresh incumbent sample, so that a drifting machine cannot turn an old
     reference into a gain.
     """
@@ -275,22 +276,21 @@ def sequential_verdict(
         return Verdict.MORE
     k = len(candidate)
     g = gain(estimate(candidate), estimate(incumbent), direction)
-    excess = g - min_delta_abs(rule, estimate(incumbent))
-    if excess <= 0:
+    if g <= min_delta_abs(rule, estimate(incumbent)):
         return Verdict.DISCARD
     if noise is None or noise.sigma <= 0:
         # No spread seen yet: nothing tells luck from gain but more samples.
         return Verdict.MORE if k < rule.max_samples else Verdict.DISCARD
     se = noise.sigma * math.sqrt(1 / k + 1 / len(incumbent))
     efficacy = sequential_bounds(rule, noise.dof)
-    if fresh_incumbent >= 1 and excess / se >= efficacy:
+    if fresh_incumbent >= 1 and g / se >= efficacy:
         return Verdict.KEEP
     if k >= rule.max_samples:
         return Verdict.DISCARD
     if k > 1:
         final_incumbent = min(len(incumbent) + rule.max_samples - k, rule.max_samples)
         se_final = noise.sigma * math.sqrt(1 / rule.max_samples + 1 / final_incumbent)
-        if excess / se_final < FUTILITY_SHARE * efficacy:
+        if g / se_final < FUTILITY_SHARE * efficacy:
             return Verdict.DISCARD
     return Verdict.MORE
 

@@ -72,6 +72,10 @@ class Evaluator:
         )
         # Samples of each version of the code measured so far, for the pooled noise.
         self.groups: dict[str, list[float]] = {}
+        # How many of a kept commit's samples were taken to select it. They are biased
+        # in its favour (it was kept because they looked good), so comparisons use only
+        # its later re-measurements.
+        self.selected: dict[str, int] = {}
         self.incumbent = ""
 
     # -- bookkeeping --------------------------------------------------------------------
@@ -79,6 +83,11 @@ class Evaluator:
     def load(self, records: list[dict[str, Any]], incumbent: str) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
         self.groups = sample_groups(records)
+        self.selected = {
+            str(r["commit"]): len(r.get("samples") or [])
+            for r in records
+            if r.get("status") == "keep" and r.get("commit")
+        }
         self.incumbent = incumbent
 
     def incumbent_samples(self) -> list[float]:
@@ -88,7 +97,8 @@ class Evaluator:
         """The incumbent samples a candidate is compared with."""
         samples = self.incumbent_samples()
         if self.rule.rule == "sequential":
-            return samples[-self.rule.max_samples :]
+            unbiased = samples[self.selected.get(self.incumbent, 0) :]
+            return unbiased[-self.rule.max_samples :]
         return samples
 
     def noise(self, extra: list[float] | None = None) -> Noise | None:
@@ -157,6 +167,10 @@ class Evaluator:
         """Measure the candidate (and re-measure the incumbent) until the rule decides."""
         out = Evaluation()
         first = samples_needed(self.rule) if self.rule.rule == "repeats" else 1
+        # A freshly kept incumbent has no unbiased sample yet: measure it first.
+        needs_reference = self.rule.rule == "sequential" and not self.reference()
+        if needs_reference and not self._measure_incumbent(iteration, candidate, out):
+            return out
         while True:
             wanted = first if not out.samples else len(out.samples) + 1
             while len(out.samples) < wanted:
@@ -209,4 +223,5 @@ class Evaluator:
 
     def promote(self, commit: str) -> None:
         """The candidate `commit` was kept: it is the incumbent from now on."""
+        self.selected[commit] = len(self.groups.get(commit, []))
         self.incumbent = commit
