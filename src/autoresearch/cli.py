@@ -173,6 +173,35 @@ def init(force: bool) -> None:
 
 
 @main.command()
+@config_option
+@json_option
+@handle_errors
+def verify(config_path: Path | None, as_json: bool) -> None:
+    """Check the ledger's hash chain, the attempt refs and the branch."""
+    from autoresearch.status import is_running
+    from autoresearch.verify import verify_campaign
+
+    root = _root()
+    state_dir = find_state_dir(root, config_path)
+    report = verify_campaign(root, state_dir, state_dir.name, running=is_running(state_dir))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"ok": report.ok, "records": report.records, "problems": report.problems}, indent=2
+            )
+        )
+    elif report.ok:
+        console.print(
+            f"ok: {report.records} records, hash chain intact, every attempt's ref "
+            "matches, the branch is at the best kept commit"
+        )
+    else:
+        for problem in report.problems:
+            console.print(f"[red]problem:[/] {problem}")
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command()
 @click.argument("example", required=False)
 @click.option(
     "--dir",

@@ -115,6 +115,16 @@ def parse_min_delta(value: float | str) -> tuple[float, bool]:
     return amount, percent
 
 
+class SandboxConfig(_Strict):
+    """Limits for the metric and guard commands, and what the engine watches."""
+
+    watch_checkout: bool = True  # halt if the user's checkout changes while a proposer runs
+    pass_env: list[str] = Field(default_factory=list)  # secrets the metric and guard may see
+    memory_mb: int = Field(default=0, ge=0)  # address-space limit per command (0 = off)
+    cpu_seconds: int = Field(default=0, ge=0)  # CPU-time limit per command (0 = off)
+    network: bool = True  # false: metric and guard run without network (needs unshare)
+
+
 class JudgeConfig(ChatSettings):
     """An LLM that scores files against a rubric; the metric when no metric command is set."""
 
@@ -135,6 +145,7 @@ class CampaignConfig(_Strict):
     guard: GuardConfig | None = None
     stop: StopConfig = Field(default_factory=StopConfig)
     proposer: ProposerConfig = Field(default_factory=ProposerConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
 
     @field_validator("name")

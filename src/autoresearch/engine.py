@@ -21,13 +21,21 @@ from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError, CampaignLocked, ConfigError, GitError
 from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.harness import network_isolation_problem
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
 from autoresearch.prompt import build_prompt
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext, Proposer
 from autoresearch.scope import PathMatcher
-from autoresearch.workspace import Candidate, Workspace, ensure_state_dir, head_of
+from autoresearch.workspace import (
+    Candidate,
+    Workspace,
+    checkout_changes,
+    checkout_state,
+    ensure_state_dir,
+    head_of,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -162,6 +170,14 @@ class Engine:
             started_utc=utc_now(),
             max_iterations=self.max_iterations,
         )
+        if not self.cfg.sandbox.network:
+            problem = network_isolation_problem()
+            if problem:
+                raise ConfigError(
+                    f"{self.campaign.display_path()}: key 'sandbox.network': false needs network "
+                    f"namespaces, which this system refuses ({problem}); set it to true or run "
+                    "where `unshare --net` works."
+                )
         repaired = self.ledger.repair()
         if repaired:
             self.emit("warning", message=repaired)
@@ -206,9 +222,9 @@ class Engine:
                     return self._finish(stop, EXIT_OK)
                 iteration = self._last_iteration() + 1
                 record = self._attempt(iteration)
-                if record["status"] == "tampered":
+                if record["status"] in ("tampered", "checkout_changed"):
                     return self._finish(
-                        "tampered", EXIT_TAMPERED, f"campaign halted: {record['reason']}"
+                        record["status"], EXIT_TAMPERED, f"campaign halted: {record['reason']}"
                     )
                 if self.proposer_failures >= PROPOSER_FAILURE_LIMIT:
                     return self._finish(
@@ -486,6 +502,8 @@ class Engine:
         assert self.proposer is not None
         self.phase("proposing", iteration)
         ctx = self._context(iteration)
+        watch = self.cfg.sandbox.watch_checkout and getattr(self.proposer, "runs_commands", True)
+        before = checkout_state(self.campaign.root) if watch else None
         t0 = time.monotonic()
         try:
             proposal = self.proposer.propose(ctx)
@@ -499,6 +517,14 @@ class Engine:
             )
         timings["propose"] = time.monotonic() - t0
         self._apply_proposal_fields(record, proposal)
+        if before is not None:
+            changed = checkout_changes(before, checkout_state(self.campaign.root))
+            if changed:
+                record["status"] = "checkout_changed"
+                record["reason"] = "your checkout changed while the proposer ran: " + ", ".join(
+                    changed[:5]
+                )
+                return
 
         self.phase("checking", iteration)
         candidate = self.workspace.collect(self.incumbent, self.incumbent_tree)

@@ -9,6 +9,7 @@ fingerprint first, and whatever a run leaves in the worktree is undone after it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from autoresearch.config import Campaign
 from autoresearch.decide import Noise, Verdict, decide, estimate, pooled_noise, samples_needed
 from autoresearch.executors import CommandSpec, Executor, metric_spec
+from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
 from autoresearch.ledger import sample_groups
@@ -43,6 +45,15 @@ class Evaluation:
         return estimate(self.samples) if self.samples else None
 
 
+SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
+
+
+def measurement_env(pass_env: list[str]) -> dict[str, str]:
+    """The engine's environment minus secrets (`*_KEY`, `*_TOKEN`, ...), unless passed."""
+    allowed = set(pass_env)
+    return {k: v for k, v in os.environ.items() if k in allowed or not SECRET_RE.search(k)}
+
+
 class Evaluator:
     def __init__(
         self,
@@ -62,13 +73,17 @@ class Evaluator:
         self.fingerprint = fingerprint
         self.logs = logs
         self.phase = phase
-        self.metric = metric_spec(cfg.metric)
+        sandbox = cfg.sandbox
+        limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
+        self.metric = metric_spec(cfg.metric, limits)
         # With no metric command, the LLM judge is the metric.
         self.judge = (
             Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
         )
         self.guard = (
-            CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False) if cfg.guard else None
+            CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False, limits=limits)
+            if cfg.guard
+            else None
         )
         # Samples of each version of the code measured so far, for the pooled noise.
         self.groups: dict[str, list[float]] = {}
@@ -108,7 +123,7 @@ class Evaluator:
         return pooled_noise(groups)
 
     def env(self, iteration: int) -> dict[str, str]:
-        env = dict(os.environ)
+        env = measurement_env(self.campaign.config.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = str(iteration)
         env["AUTORESEARCH_WORKSPACE"] = str(self.workspace.path)
         env["AUTORESEARCH_CAMPAIGN"] = self.campaign.name

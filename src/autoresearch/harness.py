@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -25,6 +25,48 @@ NUMBER_RE = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w])",
     re.IGNORECASE,
 )
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 0
+    cpu_seconds: int = 0
+    network: bool = True
+
+    def preexec(self) -> Callable[[], None] | None:
+        if not self.memory_mb and not self.cpu_seconds:
+            return None
+        memory = self.memory_mb * 1024 * 1024
+        cpu = self.cpu_seconds
+
+        def apply() -> None:
+            import resource
+
+            if memory:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            if cpu:
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+
+        return apply
+
+    def argv(self, command: str) -> list[str]:
+        if self.network:
+            return ["bash", "-c", command]
+        extra = [] if os.geteuid() == 0 else ["--map-root-user"]
+        return ["unshare", "--net", *extra, "bash", "-c", command]
+
+
+def network_isolation_problem() -> str | None:
+    """Why commands cannot run without network here, or None when they can."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return "the unshare command is not installed (util-linux)"
+    argv = Limits(network=False).argv("true")
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "unshare failed"
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,12 +162,15 @@ def run_command(
     stdout_path: Path,
     stderr_path: Path,
     log_cap: int = LOG_CAP_BYTES,
+    limits: Limits | None = None,
 ) -> CommandResult:
     """Run `command` with bash in its own process group; never leave processes behind."""
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    limits = limits or Limits()
     start = time.monotonic()
     proc = subprocess.Popen(
-        ["bash", "-c", command],
+        limits.argv(command),
+        preexec_fn=limits.preexec(),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,

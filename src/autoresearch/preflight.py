@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.config import Campaign
+from autoresearch.evaluation import measurement_env
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.gitcmd import Git
+from autoresearch.harness import Limits
 from autoresearch.integrity import harness_files
 from autoresearch.judge import Judge
 from autoresearch.proposers import create_proposer, validate_proposer
@@ -61,11 +63,13 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         validate_proposer(proposer, scratch)
         report = CheckReport(commit=commit, harness=harness_files(campaign, scratch))
         executor = LocalExecutor()
-        env = dict(os.environ)
+        env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
         env["AUTORESEARCH_WORKSPACE"] = str(scratch)
         logs = campaign.state_dir / "logs"
-        spec = metric_spec(cfg.metric)
+        sandbox = cfg.sandbox
+        limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
+        spec = metric_spec(cfg.metric, limits)
         judge = Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
         for k in range(repeat):
             stem = logs / f"check-metric-{k + 1}"
@@ -86,7 +90,7 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
             if not report.metric[-1].ok:
                 break
         if cfg.guard is not None and report.metric[-1].ok:
-            guard = CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False)
+            guard = CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False, limits=limits)
             report.guard = executor.run(
                 guard, workspace=scratch, env=env, log_stem=logs / "check-guard"
             )

@@ -108,6 +108,7 @@ class Workspace:
             "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES),
             encoding="utf-8",
         )
+        self.clear_stale_locks()
         if self.branch_commit() is None:
             self.repo.run("update-ref", self.branch_ref, start)
         if not (self.path / ".git").exists():
@@ -118,6 +119,29 @@ class Workspace:
             self.git.run("update-index", "--untracked-cache", check=False)
         self.reset_to(start)
         self.link_shares()
+
+    def clear_stale_locks(self) -> None:
+        """Remove lock files a killed git command left behind in the engine's own areas.
+
+        Only called while holding the campaign lock, so no git command of ours is running;
+        the user's own index and refs are never touched.
+        """
+        common = Path(self.repo.run("rev-parse", "--git-common-dir").strip())
+        if not common.is_absolute():
+            common = (self.root / common).resolve()
+        candidates = [
+            common / f"{self.branch_ref}.lock",
+            *(common / self.ref_prefix).glob("*.lock"),
+        ]
+        gitfile = self.path / ".git"
+        if gitfile.is_file():
+            text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                gitdir = Path(text.split(":", 1)[1].strip())
+                candidates += [gitdir / "index.lock", gitdir / "HEAD.lock"]
+        for lock in candidates:
+            if lock.is_file():
+                lock.unlink(missing_ok=True)
 
     def link_shares(self) -> None:
         for item in self.share:
@@ -326,12 +350,25 @@ def head_of(root: Path) -> str:
     return commit
 
 
-def checkout_fingerprint(root: Path) -> str:
-    """A cheap summary of the user's checkout: HEAD plus `git status`."""
+def checkout_state(root: Path) -> dict[str, str]:
+    """The user's checkout as git sees it: HEAD, the branch, and every changed path."""
     repo = Git(root)
-    head = repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
-    status = repo.run("status", "--porcelain=v1", "-z", "-uall", check=False)
-    return head + "\0" + status
+    raw = repo.run_bytes(
+        "status", "--porcelain=v1", "-z", "--branch", "-unormal", "--no-renames", check=False
+    )
+    state: dict[str, str] = {}
+    for entry in _split_nul(raw):
+        if entry.startswith("## "):
+            state["(branch)"] = entry[3:]
+        else:
+            state[entry[3:]] = entry[:2]
+    state["(HEAD)"] = repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    return state
+
+
+def checkout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The paths (or HEAD, branch) whose state differs between two `checkout_state` calls."""
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
 def ensure_state_dir(root: Path) -> Path:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from autoresearch.config import MetricConfig
+from autoresearch.harness import Limits
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class CommandSpec:
     file: str | None = None  # read the number from this file in the workspace
     key: str | None = None  # dotted path into a JSON/YAML/TOML file
     name: str | None = None  # pick `METRIC <name>=<value>` from stdout
+    limits: Limits = field(default_factory=Limits)
 
 
 class Executor(Protocol):
@@ -41,12 +43,13 @@ class Executor(Protocol):
     ) -> Measurement: ...
 
 
-def metric_spec(metric: MetricConfig) -> CommandSpec:
+def metric_spec(metric: MetricConfig, limits: Limits | None = None) -> CommandSpec:
     return CommandSpec(
-        metric.command,
+        metric.command or "",
         metric.timeout,
         metric.pattern,
         file=metric.file,
         key=metric.key,
         name=metric.name,
+        limits=limits or Limits(),
     )

@@ -19,6 +19,7 @@ class LocalExecutor:
             timeout=spec.timeout,
             stdout_path=log_stem.with_suffix(".out"),
             stderr_path=log_stem.with_suffix(".err"),
+            limits=spec.limits,
         )
         if result.timed_out:
             return Measurement(

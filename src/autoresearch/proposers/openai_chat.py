@@ -164,6 +164,9 @@ def build_messages(
 
 
 class ChatProposer:
+    # Writes files only through the engine's own code: the user's checkout is safe.
+    runs_commands = False
+
     def __init__(self, options: OpenAIOptions, campaign: Campaign) -> None:
         self.options = options
         self.campaign = campaign

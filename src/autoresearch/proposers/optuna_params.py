@@ -78,6 +78,9 @@ def _short(ref: ParamRef, refs: list[ParamRef]) -> str:
 
 
 class OptunaProposer:
+    # Writes files only through the engine's own code: the user's checkout is safe.
+    runs_commands = False
+
     def __init__(self, options: OptunaOptions, campaign: Campaign, raw: dict[str, Any]) -> None:
         self.options = options
         self.campaign = campaign

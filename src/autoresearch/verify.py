@@ -1,0 +1,83 @@
+"""`autoresearch verify`: check the ledger's hash chain, the attempt refs and the branch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoresearch.gitcmd import Git
+from autoresearch.ledger import line_hash, summarize
+
+
+@dataclass
+class Report:
+    records: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = False) -> Report:
+    report = Report()
+    path = state_dir / "ledger.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        report.problems.append(f"{path} does not exist")
+        return report
+    if lines and lines[-1] == "":
+        lines.pop()
+    records: list[dict[str, Any]] = []
+    previous: str | None = None
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            report.problems.append(f"line {number} is not valid JSON (torn or edited)")
+            previous = line
+            continue
+        if not isinstance(record, dict):
+            report.problems.append(f"line {number} is not a JSON object")
+            continue
+        expected = None if previous is None else line_hash(previous)
+        if record.get("prev_hash") != expected:
+            where = "the first line" if previous is None else f"line {number - 1}"
+            report.problems.append(
+                f"line {number} (iteration {record.get('iteration')}): its prev_hash does not "
+                f"match {where}; the ledger was altered at line {max(number - 1, 1)}"
+            )
+        expected_iteration = records[-1]["iteration"] + 1 if records else 0
+        if record.get("iteration") != expected_iteration:
+            report.problems.append(
+                f"line {number}: iteration {record.get('iteration')} where "
+                f"{expected_iteration} was expected (a record is missing or repeated)"
+            )
+        records.append(record)
+        previous = line
+    report.records = len(records)
+    repo = Git(root)
+    for record in records:
+        commit = record.get("commit")
+        if not commit:
+            continue
+        ref = f"refs/autoresearch/{name}/{record.get('iteration')}"
+        found = repo.rev(ref)
+        if found is None:
+            report.problems.append(f"iteration {record.get('iteration')}: {ref} is missing")
+        elif found != commit:
+            report.problems.append(
+                f"iteration {record.get('iteration')}: {ref} points at {found[:12]}, the ledger "
+                f"says {str(commit)[:12]}"
+            )
+    summary = summarize(name, "minimize", records)
+    branch = repo.rev(f"refs/heads/autoresearch/{name}")
+    if summary.best_commit and not running and branch != summary.best_commit:
+        report.problems.append(
+            f"branch autoresearch/{name} is at {str(branch)[:12]}, but the best kept commit "
+            f"in the ledger is {summary.best_commit[:12]}"
+        )
+    return report
