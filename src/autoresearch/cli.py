@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from autoresearch.config import CONFIG_FILE, load_campaign
 from autoresearch.engine import Engine, Interrupted
@@ -35,7 +36,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except AutoresearchError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}")
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
             sys.exit(exc.exit_code)
         except (KeyboardInterrupt, Interrupted):
             err_console.print("interrupted")
@@ -49,7 +50,7 @@ def handle_errors(func: F) -> F:
             with open(fd, "w") as handle:
                 traceback.print_exc(file=handle)
             err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                 f"(details in {path}; please report it)"
             )
             sys.exit(70)

@@ -185,6 +185,14 @@ class Engine:
         if self.proposer is None:
             self.proposer = create_proposer(self.campaign)
         start = self._start_commit()
+        dirty = [k for k in checkout_state(self.campaign.root) if k not in ("(branch)", "(HEAD)")]
+        if dirty:
+            self.emit(
+                "warning",
+                message=f"your checkout has uncommitted changes ({', '.join(dirty[:3])}"
+                + (", ..." if len(dirty) > 3 else "")
+                + "); they are not part of the campaign, which starts from HEAD",
+            )
         self.workspace.ensure(start)
         validate_proposer(self.proposer, self.workspace.path)
         self.harness_paths = harness_files(self.campaign, self.workspace.path)

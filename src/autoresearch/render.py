@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 STATUS_STYLE = {
@@ -20,6 +21,7 @@ STATUS_STYLE = {
     "interrupted": "yellow",
     "proposer_failed": "red",
     "edit_refused": "magenta",
+    "checkout_changed": "bold red",
 }
 
 
@@ -33,7 +35,7 @@ def signed(value: float | None) -> str:
 
 def attempt_line(record: dict[str, Any], best: float | None, max_iterations: int) -> str:
     status = str(record.get("status"))
-    style = STATUS_STYLE.get(status, "")
+    style = STATUS_STYLE.get(status, "default")
     iteration = record.get("iteration")
     width = len(str(max_iterations))
     description = str(record.get("description") or "")
@@ -51,7 +53,7 @@ def attempt_line(record: dict[str, Any], best: float | None, max_iterations: int
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+    return escape(text)
 
 
 class Printer:
@@ -67,7 +69,7 @@ class Printer:
             verb = "resuming" if data.get("resumed") else "starting"
             self.console.print(
                 f"[bold]{verb} campaign {summary['name']}[/] ({summary['direction']}, "
-                f"up to {data['max_iterations']} attempts) in {data['workspace']}"
+                f"up to {data['max_iterations']} attempts) in {escape(data['workspace'])}"
             )
         elif kind == "attempt" and not self.quiet:
             self.console.print(
@@ -75,7 +77,7 @@ class Printer:
                 highlight=False,
             )
         elif kind == "warning":
-            self.console.print(f"[yellow]warning:[/] {data['message']}")
+            self.console.print(f"[yellow]warning:[/] {escape(data['message'])}")
         elif kind == "stop":
             self.stop(data)
 
@@ -86,7 +88,7 @@ class Printer:
         gain = "" if pct is None else f" ({pct:+.2f}%)"
         self.console.print(
             f"[bold]stopped:[/] {data['stop_reason']}"
-            + (f" — {data['message']}" if data.get("message") else "")
+            + (f" — {escape(data['message'])}" if data.get("message") else "")
         )
         if summary["baseline"] is not None:
             self.console.print(
@@ -94,7 +96,7 @@ class Printer:
                 f"at attempt {summary['best_iteration']}  [{counts}]",
                 highlight=False,
             )
-        self.console.print(f"best result: branch {data['branch']}; ledger {data['ledger']}")
+        self.console.print(f"best result: branch {data['branch']}; ledger {escape(data['ledger'])}")
 
 
 def attempts_table(records: list[dict[str, Any]]) -> Table:
@@ -108,7 +110,7 @@ def attempts_table(records: list[dict[str, Any]]) -> Table:
             description = f"{description} [{record['reason']}]"
         table.add_row(
             str(record.get("iteration")),
-            f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
+            f"[{STATUS_STYLE.get(status, 'default')}]{status}[/]",
             num(record.get("metric")),
             signed(record.get("delta")),
             (record.get("commit") or "")[:10],
