@@ -21,7 +21,7 @@ from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError, CampaignLocked, ConfigError, GitError
 from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.executors import Executor, LocalExecutor
-from autoresearch.harness import network_isolation_problem
+from autoresearch.harness import ChildRecord, network_isolation_problem
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
 from autoresearch.prompt import build_prompt
@@ -142,6 +142,14 @@ class Engine:
         ensure_state_dir(self.campaign.root)
         self.campaign.state_dir.mkdir(parents=True, exist_ok=True)
         lock = lock_campaign(self.campaign)
+        ChildRecord.use(self.campaign.state_dir / "child.pgid")
+        leftover = ChildRecord.kill_leftover()
+        if leftover:
+            self.emit(
+                "warning",
+                message=f"killed process group {leftover} left by an engine "
+                "that was stopped abruptly",
+            )
         previous: dict[int, Any] = {}
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -156,6 +164,7 @@ class Engine:
             if self.proposer is not None:
                 self.proposer.close()
             self.state.update(running=False, phase="stopped", updated_utc=utc_now())
+            ChildRecord.use(None)
             lock.release()
 
     def _run(self) -> RunResult:

@@ -153,6 +153,45 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+class ChildRecord:
+    """Where the process group of the running command is written down.
+
+    If the engine is killed (SIGKILL leaves no chance to clean up), the command's group
+    lives on; the next engine reads the record and kills that group before doing anything.
+    """
+
+    path: Path | None = None
+
+    @classmethod
+    def use(cls, path: Path | None) -> None:
+        cls.path = path
+
+    @classmethod
+    def write(cls, pgid: int) -> None:
+        if cls.path is not None:
+            cls.path.write_text(str(pgid), encoding="utf-8")
+
+    @classmethod
+    def clear(cls) -> None:
+        if cls.path is not None:
+            cls.path.unlink(missing_ok=True)
+
+    @classmethod
+    def kill_leftover(cls) -> int | None:
+        """Kill the group a killed engine left running; return its id if there was one."""
+        if cls.path is None or not cls.path.exists():
+            return None
+        try:
+            pgid = int(cls.path.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            pgid = 0
+        cls.path.unlink(missing_ok=True)
+        if pgid > 1:
+            _kill_group(pgid, signal.SIGKILL)
+            return pgid
+        return None
+
+
 def run_command(
     command: str,
     *,
@@ -178,6 +217,7 @@ def run_command(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    ChildRecord.write(proc.pid)
     pumps = [
         _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
         _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]
@@ -208,6 +248,7 @@ def run_command(
         # Whatever the command left running in its group goes with it.
         _kill_group(proc.pid, signal.SIGKILL)
         proc.wait()
+        ChildRecord.clear()
         for pump in pumps:
             pump.join(timeout=5)
             if pump.is_alive():
