@@ -246,3 +246,85 @@ def test_arbitrary_toml_text_is_a_config_error_or_a_config(text: str) -> None:
         parse_config("autoresearch.toml", data)
     except ConfigError:
         pass
+
+
+KILL_CONFIG = """\
+name = "k"
+scope = ["calc.py"]
+harness = ["bench.py"]
+
+[metric]
+command = "python bench.py"
+direction = "minimize"
+
+[stop]
+max_iterations = 3
+
+[proposer]
+kind = "command"
+command = "bash {proposer}"
+"""
+
+
+@pytest.mark.parametrize("phase", ["proposing", "measuring"])
+def test_sigkill_mid_attempt_is_recovered(tmp_path: Path, cli: Runner, phase: str) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "marker"
+    pid_file = tmp_path / "child.pid"
+    proposer = tmp_path / "p.sh"
+    hang = f"if [ ! -e {marker} ]; then echo $$ > {pid_file}; touch {marker}; sleep 60; fi"
+    proposer.write_text(
+        'sed -i "s/^N = .*/N = $((10 - AUTORESEARCH_ITERATION))/" calc.py\n'
+        + (
+            f'if [ "$AUTORESEARCH_ITERATION" = 2 ]; then {hang}; fi\n'
+            if phase == "proposing"
+            else ""
+        )
+    )
+    bench = "import calc\n"
+    if phase == "measuring":
+        bench += (
+            "import os, time, pathlib\n"
+            f"m = pathlib.Path({str(marker)!r})\n"
+            "if calc.N == 8 and not m.exists():\n"
+            f"    pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+            "    m.touch(); time.sleep(60)\n"
+        )
+    bench += "print(calc.N)\n"
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 10\n",
+            "bench.py": bench,
+            "autoresearch.toml": KILL_CONFIG.format(proposer=proposer),
+        },
+    )
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "autoresearch", "run"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGKILL)
+    engine.wait()
+    orphan = int(pid_file.read_text())
+    assert Path(f"/proc/{orphan}").exists(), "the command outlives a SIGKILLed engine"
+    result = cli(repo, "run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "killed process group" in result.stdout
+    stat = Path(f"/proc/{orphan}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    records = ledger(repo, "k")
+    assert [r["iteration"] for r in records] == [0, 1, 2, 3]
+    assert [r["status"] for r in records] == ["baseline", "keep", "interrupted", "keep"]
+    assert cli(repo, "verify").returncode == 0
+    worktree = repo / ".autoresearch/k/worktree"
+    assert git(worktree, "status", "--porcelain", "--ignored") == ""
