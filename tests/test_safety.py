@@ -328,3 +328,23 @@ def test_sigkill_mid_attempt_is_recovered(tmp_path: Path, cli: Runner, phase: st
     assert cli(repo, "verify").returncode == 0
     worktree = repo / ".autoresearch/k/worktree"
     assert git(worktree, "status", "--porcelain", "--ignored") == ""
+
+
+def test_writing_through_a_shared_link_halts(tmp_path: Path, cli: Runner) -> None:
+    repo = sandbox_repo(
+        tmp_path,
+        "print(open('data/x.txt').read().count('a'))\n",
+        "",
+        proposer="echo aaaa >> data/x.txt",
+    )
+    config = repo / "autoresearch.toml"
+    config.write_text('share = ["data"]\n' + config.read_text())
+    (repo / ".gitignore").write_text("data/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "share")
+    (repo / "data").mkdir()
+    (repo / "data/x.txt").write_text("a\n")
+    result = cli(repo, "run")
+    assert result.returncode == 3
+    record = ledger(repo, "s")[1]
+    assert record["status"] == "checkout_changed" and "data (shared)" in record["reason"]

@@ -520,7 +520,8 @@ class Engine:
         self.phase("proposing", iteration)
         ctx = self._context(iteration)
         watch = self.cfg.sandbox.watch_checkout and getattr(self.proposer, "runs_commands", True)
-        before = checkout_state(self.campaign.root) if watch else None
+        shares = list(self.cfg.share)
+        before = checkout_state(self.campaign.root, shares) if watch else None
         t0 = time.monotonic()
         try:
             proposal = self.proposer.propose(ctx)
@@ -535,7 +536,7 @@ class Engine:
         timings["propose"] = time.monotonic() - t0
         self._apply_proposal_fields(record, proposal)
         if before is not None:
-            changed = checkout_changes(before, checkout_state(self.campaign.root))
+            changed = checkout_changes(before, checkout_state(self.campaign.root, shares))
             if changed:
                 record["status"] = "checkout_changed"
                 record["reason"] = "your checkout changed while the proposer ran: " + ", ".join(

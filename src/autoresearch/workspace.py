@@ -6,6 +6,7 @@ commit stays reachable under `refs/autoresearch/<name>/<iteration>`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -350,8 +351,31 @@ def head_of(root: Path) -> str:
     return commit
 
 
-def checkout_state(root: Path) -> dict[str, str]:
-    """The user's checkout as git sees it: HEAD, the branch, and every changed path."""
+def _tree_stat(path: Path) -> str:
+    """A cheap fingerprint of a folder: every file's path, size and modification time."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        st = path.stat()
+        digest.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+        return digest.hexdigest()
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            digest.update(f"{full}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def checkout_state(root: Path, shares: list[str] | None = None) -> dict[str, str]:
+    """The user's checkout as git sees it: HEAD, the branch, and every changed path.
+
+    Shared (git-ignored) paths are included by a stat fingerprint, since git does not
+    look at them and a proposer could write through the workspace's links.
+    """
     repo = Git(root)
     raw = repo.run_bytes(
         "status", "--porcelain=v1", "-z", "--branch", "-unormal", "--no-renames", check=False
@@ -363,6 +387,10 @@ def checkout_state(root: Path) -> dict[str, str]:
         else:
             state[entry[3:]] = entry[:2]
     state["(HEAD)"] = repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    for share in shares or []:
+        target = root / share
+        if target.exists():
+            state[f"{share} (shared)"] = _tree_stat(target)
     return state
 
 
