@@ -174,6 +174,95 @@ def init(force: bool) -> None:
 
 
 @main.command()
+@click.argument("iteration", type=int)
+@config_option
+@json_option
+@handle_errors
+def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
+    """One attempt in full: status, samples, description, reason, timings, cost."""
+    from autoresearch.results import attempt
+
+    record = attempt(find_state_dir(_root(), config_path), iteration)
+    if as_json:
+        click.echo(json.dumps(record, indent=2))
+        return
+    for key, value in record.items():
+        if key == "prev_hash":
+            continue
+        text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+        console.print(f"[bold]{key}[/]: {escape(text)}")
+
+
+@main.command()
+@click.argument("iteration", type=int)
+@config_option
+@handle_errors
+def diff(iteration: int, config_path: Path | None) -> None:
+    """The diff of attempt N against its parent."""
+    from autoresearch.results import attempt
+    from autoresearch.results import diff as attempt_diff
+
+    root = _root()
+    record = attempt(find_state_dir(root, config_path), iteration)
+    text = attempt_diff(root, record)
+    if not text:
+        console.print(f"attempt {iteration} ({record.get('status')}) changed nothing")
+        return
+    click.echo(text, nl=not text.endswith("\n"))
+
+
+@main.command()
+@click.argument("name")
+@click.option(
+    "--attempt",
+    "iteration",
+    type=int,
+    default=None,
+    help="The attempt to branch at (default: the best result).",
+)
+@click.option("--force", is_flag=True, help="Move the branch if it exists.")
+@config_option
+@handle_errors
+def branch(name: str, iteration: int | None, force: bool, config_path: Path | None) -> None:
+    """Create a branch at the best result (or at attempt N)."""
+    from autoresearch.results import chosen_commit, make_branch
+
+    root = _root()
+    commit, record = chosen_commit(find_state_dir(root, config_path), iteration)
+    make_branch(root, name, commit, force)
+    console.print(
+        f"branch {name} at {commit[:10]} (attempt {record['iteration']}: "
+        f"{escape(str(record.get('description') or ''))})"
+    )
+
+
+@main.command(name="apply")
+@click.option(
+    "--attempt",
+    "iteration",
+    type=int,
+    default=None,
+    help="The attempt to apply (default: the best result).",
+)
+@config_option
+@handle_errors
+def apply_(iteration: int | None, config_path: Path | None) -> None:
+    """Write the best result (or attempt N) into your clean working tree, uncommitted."""
+    from autoresearch.results import apply_changes, chosen_commit
+
+    root = _root()
+    _, record = chosen_commit(find_state_dir(root, config_path), iteration)
+    files = apply_changes(root, record)
+    if not files:
+        console.print("nothing to apply: your HEAD already holds that result")
+        return
+    console.print(
+        f"applied attempt {record['iteration']} to your working tree (not committed): "
+        + ", ".join(files)
+    )
+
+
+@main.command()
 @config_option
 @json_option
 @handle_errors
