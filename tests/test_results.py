@@ -58,3 +58,19 @@ def test_apply_writes_uncommitted_changes_into_a_clean_tree(toy: Path, cli: Runn
     assert (toy / "calc.py").read_text().endswith("N = 7\n")
     nothing = cli(toy, "apply", "--attempt", "6")
     assert nothing.returncode == 1 and "changed nothing" in nothing.stderr
+
+
+def test_report_states_baseline_best_and_draws_the_chart(toy: Path, cli: Runner) -> None:
+    assert cli(toy, "run").returncode == 0
+    result = cli(toy, "report", "--json")
+    assert result.returncode == 0, result.stderr
+    paths = json.loads(result.stdout)
+    markdown = Path(paths["markdown"]).read_text()
+    assert "- baseline: 7" in markdown and "- best: 0 (attempt 7" in markdown
+    assert "- stop reason: target" in markdown
+    assert "### crash (1)" in markdown and "### scope_violation (1)" in markdown
+    assert "bench.py: sha256" in markdown
+    png = Path(paths["image"]).read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    page = Path(paths["html"]).read_text()
+    assert "data:image/png;base64," in page and "set N to 3" in page

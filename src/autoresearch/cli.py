@@ -174,6 +174,39 @@ def init(force: bool) -> None:
 
 
 @main.command()
+@click.option("--open", "open_it", is_flag=True, help="Open report.html in a browser.")
+@config_option
+@json_option
+@handle_errors
+def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
+    """Write report.md, progress.png and report.html for the campaign."""
+    from autoresearch.report import write_report
+
+    paths = write_report(find_state_dir(_root(), config_path))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "markdown": str(paths.markdown),
+                    "html": str(paths.html),
+                    "image": str(paths.image) if paths.image else None,
+                },
+                indent=2,
+            )
+        )
+    else:
+        console.print(f"report: {paths.markdown}\nhtml:   {paths.html}")
+        if paths.image is None:
+            console.print("no chart: install matplotlib (pip install 'autoresearch[report]')")
+        else:
+            console.print(f"chart:  {paths.image}")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(paths.html.as_uri())
+
+
+@main.command()
 @click.argument("iteration", type=int)
 @config_option
 @json_option
@@ -329,6 +362,11 @@ def demo(
     console.print("  autoresearch log             # every attempt")
     console.print(f"  git diff HEAD {branch}   # the best change, as a diff")
     console.print(f"  ledger: {campaign.state_dir / 'ledger.jsonl'}")
+    if result.summary.get("baseline") is not None:
+        from autoresearch.report import write_report
+
+        paths = write_report(campaign.state_dir)
+        console.print(f"  report: {paths.markdown} and {paths.html}")
     sys.exit(result.exit_code)
 
 

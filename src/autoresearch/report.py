@@ -1,0 +1,273 @@
+"""`autoresearch report`: report.md, progress.png and a single-file report.html per campaign."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import platform
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoresearch.errors import ConfigError
+from autoresearch.ledger import Ledger, StateFile, summarize
+
+COLORS = {
+    "baseline": "#1f77b4",
+    "keep": "#2ca02c",
+    "discard": "#b0b0b0",
+    "crash": "#d62728",
+    "timeout": "#ff7f0e",
+    "guard_failed": "#bcbd22",
+    "scope_violation": "#9467bd",
+    "tampered": "#000000",
+}
+FAILURES = (
+    "crash",
+    "timeout",
+    "guard_failed",
+    "scope_violation",
+    "tampered",
+    "proposer_failed",
+    "edit_refused",
+    "interrupted",
+    "checkout_changed",
+)
+
+
+@dataclass
+class Paths:
+    markdown: Path
+    image: Path | None
+    html: Path
+
+
+def _num(value: object) -> str:
+    return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def draw_progress(records: list[dict[str, Any]], direction: str, path: Path) -> bool:
+    """Every attempt as a point coloured by status, the running best as a line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
+    by_status: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    best_x: list[int] = []
+    best_y: list[float] = []
+    best: float | None = None
+    for record in records:
+        metric = record.get("metric")
+        iteration = int(record.get("iteration", 0))
+        status = str(record.get("status"))
+        if metric is not None:
+            by_status[status].append((iteration, float(metric)))
+        if status in ("baseline", "keep") and metric is not None:
+            best = float(metric)
+        if best is not None:
+            best_x.append(iteration)
+            best_y.append(best)
+    for status, points in by_status.items():
+        ax.scatter(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            s=36 if status == "keep" else 18,
+            color=COLORS.get(status, "#8c564b"),
+            label=status,
+            zorder=3,
+            alpha=0.9 if status in ("keep", "baseline") else 0.6,
+        )
+    if best_x:
+        ax.step(
+            best_x,
+            best_y,
+            where="post",
+            color="#2ca02c",
+            linewidth=1.8,
+            label="best so far",
+            zorder=2,
+        )
+    for record in records:
+        if record.get("status") == "keep" and record.get("metric") is not None:
+            label = str(record.get("description") or "")[:28]
+            ax.annotate(
+                label,
+                (int(record["iteration"]), float(record["metric"])),
+                textcoords="offset points",
+                xytext=(4, 6),
+                fontsize=7,
+                color="#1b5e20",
+            )
+    ax.set_xlabel("attempt")
+    ax.set_ylabel(f"metric ({'lower' if direction == 'minimize' else 'higher'} is better)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def gather(state_dir: Path) -> dict[str, Any]:
+    records = Ledger(state_dir).records()
+    if not records:
+        raise ConfigError(f"campaign '{state_dir.name}' has no attempts yet; run it first.")
+    state = StateFile(state_dir).read()
+    direction = str(state.get("direction") or "minimize")
+    summary = summarize(state_dir.name, direction, records).to_json()
+    summary["stop_reason"] = state.get("stop_reason")
+    seconds = sum(
+        float(r.get("total_seconds") or 0)
+        + float(r.get("measure_seconds") or 0) * (r.get("iteration") == 0)
+        for r in records
+    )
+    summary["seconds"] = round(seconds, 1)
+    kept = [r for r in records if r.get("status") == "keep"]
+    kept.sort(key=lambda r: -abs(float(r.get("delta") or 0)))
+    failures: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record.get("status") in FAILURES:
+            failures[str(record["status"])].append(record)
+    fingerprint = state.get("fingerprint") or {}
+    return {
+        "summary": summary,
+        "records": records,
+        "kept": kept,
+        "failures": dict(failures),
+        "environment": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "harness_commit": records[0].get("commit"),
+            "fingerprint": fingerprint.get("settings"),
+            "harness_files": fingerprint.get("files", {}),
+        },
+    }
+
+
+def render_markdown(data: dict[str, Any], image: str | None) -> str:
+    s = data["summary"]
+    pct = s.get("improvement_pct")
+    lines = [
+        f"# Campaign {s['name']}",
+        "",
+        f"- baseline: {_num(s['baseline'])}",
+        f"- best: {_num(s['best'])} (attempt {s['best_iteration']}, "
+        f"commit {str(s.get('best_commit') or '')[:10]})",
+        f"- change: {_num(s.get('delta'))}" + ("" if pct is None else f" ({pct:+.2f}%)"),
+        f"- confidence that the best beats the baseline: {_num(s.get('confidence'))}",
+        f"- noise (pooled sigma): {_num(s.get('noise'))}",
+        f"- attempts: {s['iterations']}; "
+        + ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())),
+        f"- stop reason: {s.get('stop_reason') or 'not stopped'}",
+        f"- time: {s['seconds']:.0f} s; cost: ${s.get('cost_usd', 0):.4f}; tokens: "
+        f"{s.get('tokens_in', 0)} in, {s.get('tokens_out', 0)} out",
+        "",
+    ]
+    if image:
+        lines += [f"![progress]({image})", ""]
+    lines += [
+        "## Kept changes, by gain",
+        "",
+        "| # | metric | delta | description |",
+        "|---|---|---|---|",
+    ]
+    for r in data["kept"]:
+        desc = str(r.get("description") or "").replace("|", "/")
+        lines.append(
+            f"| {r['iteration']} | {_num(r.get('metric'))} | {_num(r.get('delta'))} | {desc} |"
+        )
+    if not data["kept"]:
+        lines.append("| - | - | - | nothing was kept |")
+    lines += ["", "## Failures, by kind", ""]
+    if not data["failures"]:
+        lines.append("none")
+    for kind, records in sorted(data["failures"].items()):
+        lines.append(f"### {kind} ({len(records)})")
+        lines.append("")
+        for r in records:
+            reason = str(r.get("reason") or "").replace("\n", " ")[:160]
+            lines.append(f"- #{r['iteration']} {r.get('description') or ''}: {reason}")
+        lines.append("")
+    env = data["environment"]
+    lines += [
+        "## Environment",
+        "",
+        f"- interpreter: Python {env['python']}",
+        f"- platform: {env['platform']}",
+        f"- harness at commit: {env['harness_commit']}",
+        f"- judge fingerprint: {env['fingerprint']}",
+    ]
+    for name, digest in sorted(env["harness_files"].items()):
+        lines.append(f"- {name}: sha256 {digest}")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(data: dict[str, Any], png: bytes | None) -> str:
+    s = data["summary"]
+    esc = html.escape
+    image = ""
+    if png:
+        image = (
+            f'<img alt="progress" src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode()}" style="max-width:100%">'
+        )
+    rows = "".join(
+        f"<tr class='{esc(str(r.get('status')))}'><td>{r['iteration']}</td>"
+        f"<td>{esc(str(r.get('status')))}</td><td>{esc(_num(r.get('metric')))}</td>"
+        f"<td>{esc(_num(r.get('delta')))}</td><td>{esc(str(r.get('description') or ''))}</td>"
+        f"<td>{esc(str(r.get('reason') or ''))}</td></tr>"
+        for r in data["records"]
+    )
+    pct = s.get("improvement_pct")
+    summary = json.dumps(
+        {
+            k: s.get(k)
+            for k in (
+                "baseline",
+                "best",
+                "best_iteration",
+                "counts",
+                "stop_reason",
+                "confidence",
+                "noise",
+            )
+        }
+    )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>autoresearch: {esc(s["name"])}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 14px; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; }}
+tr.keep td {{ background: #e8f5e9; }} tr.crash td, tr.tampered td {{ background: #fdecea; }}
+.big {{ font-size: 20px; }}
+</style></head><body>
+<h1>Campaign {esc(s["name"])}</h1>
+<p class="big">baseline <b>{esc(_num(s["baseline"]))}</b> &rarr; best <b>{esc(_num(s["best"]))}</b>
+{"" if pct is None else f"({pct:+.2f}%)"} at attempt {s["best_iteration"]};
+stop reason: {esc(str(s.get("stop_reason")))}</p>
+{image}
+<h2>Attempts</h2>
+<table><tr><th>#</th><th>status</th><th>metric</th><th>delta</th><th>description</th>
+<th>reason</th></tr>{rows}</table>
+<script type="application/json" id="summary">{esc(summary)}</script>
+</body></html>
+"""
+
+
+def write_report(state_dir: Path) -> Paths:
+    data = gather(state_dir)
+    image = state_dir / "progress.png"
+    drawn = draw_progress(data["records"], data["summary"]["direction"], image)
+    markdown = state_dir / "report.md"
+    markdown.write_text(render_markdown(data, image.name if drawn else None), encoding="utf-8")
+    page = state_dir / "report.html"
+    page.write_text(render_html(data, image.read_bytes() if drawn else None), encoding="utf-8")
+    return Paths(markdown=markdown, image=image if drawn else None, html=page)
