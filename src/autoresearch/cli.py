@@ -15,8 +15,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from autoresearch.config import CONFIG_FILE, load_campaign
-from autoresearch.engine import Engine, Interrupted
+from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
+from autoresearch.engine import Engine, Interrupted, RunResult
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.gitcmd import repo_root
 from autoresearch.ledger import Ledger
@@ -87,16 +87,31 @@ def main() -> None:
     help="Total attempts for the campaign (overrides [stop] max_iterations).",
 )
 @click.option("--quiet", is_flag=True, help="Print only the final summary.")
+@click.option("--plain", is_flag=True, help="One line per attempt instead of the live view.")
 @handle_errors
-def run(config_path: Path | None, max_iterations: int | None, quiet: bool) -> None:
+def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
-    engine = Engine(campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations)
-    try:
-        result = engine.run()
-    except KeyboardInterrupt:
-        sys.exit(130)
+    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
     sys.exit(result.exit_code)
+
+
+def run_engine(
+    campaign: Campaign, max_iterations: int | None, *, quiet: bool, plain: bool
+) -> RunResult:
+    """Run the engine with the live view on a terminal, else one line per attempt."""
+    if quiet or plain or not console.is_terminal:
+        engine = Engine(
+            campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations
+        )
+        return engine.run()
+    from autoresearch.live import LiveView
+
+    with LiveView(console) as view:
+        engine = Engine(campaign, on_event=view, max_iterations=max_iterations)
+        result = engine.run()
+    Printer(console, quiet=True).stop_summary(result, campaign)
+    return result
 
 
 @main.command()
@@ -340,9 +355,14 @@ def verify(config_path: Path | None, as_json: bool) -> None:
     help="Attempts to run (default: the example's own setting).",
 )
 @click.option("--quiet", is_flag=True, help="Print only the final summary.")
+@click.option("--plain", is_flag=True, help="One line per attempt instead of the live view.")
 @handle_errors
 def demo(
-    example: str | None, directory: Path | None, max_iterations: int | None, quiet: bool
+    example: str | None,
+    directory: Path | None,
+    max_iterations: int | None,
+    quiet: bool,
+    plain: bool,
 ) -> None:
     """Run a bundled example campaign offline in a fresh repository."""
     from autoresearch import demo as demos
@@ -352,8 +372,7 @@ def demo(
     demos.use_this_python()
     console.print(f"[bold]demo[/] {name}: a fresh git repository in {target}")
     campaign = load_campaign(target)
-    engine = Engine(campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations)
-    result = engine.run()
+    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
     branch = f"autoresearch/{campaign.name}"
     console.print()
     console.print("[bold]Look at the result:[/]")

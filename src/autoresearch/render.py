@@ -81,6 +81,18 @@ class Printer:
         elif kind == "stop":
             self.stop(data)
 
+    def stop_summary(self, result: Any, campaign: Any) -> None:
+        """The closing lines after the live view: the same as a plain run's."""
+        self.stop(
+            {
+                "stop_reason": result.stop_reason,
+                "summary": result.summary,
+                "message": result.message,
+                "branch": f"autoresearch/{campaign.name}",
+                "ledger": str(campaign.state_dir / "ledger.jsonl"),
+            }
+        )
+
     def stop(self, data: dict[str, Any]) -> None:
         summary = data["summary"]
         counts = ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))

@@ -1,0 +1,162 @@
+"""The live terminal view of `autoresearch run` (rich), fed by the engine's events."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from autoresearch.render import STATUS_STYLE, num, signed
+
+SPARKS = "▁▂▃▄▅▆▇█"
+RECENT = 8
+
+
+def sparkline(values: list[float], width: int = 40) -> str:
+    values = values[-width:]
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    span = high - low or 1.0
+    return "".join(
+        SPARKS[min(int((v - low) / span * (len(SPARKS) - 1)), len(SPARKS) - 1)] for v in values
+    )
+
+
+def duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class LiveView:
+    """Keeps the engine's state from its events and renders one panel."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+        self.name = ""
+        self.direction = "minimize"
+        self.max_iterations = 0
+        self.records: list[dict[str, Any]] = []
+        self.phase = "starting"
+        self.iteration: int | None = None
+        self.detail = ""
+        self.best: float | None = None
+        self.baseline: float | None = None
+        self.cost = 0.0
+        self.first_iteration = 0
+        self.attempt_times: list[float] = []
+        self.stopped: dict[str, Any] | None = None
+        self.warnings: list[str] = []
+        self.live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.update(self.render())
+        self.live.__exit__(None, None, None)
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "start":
+            summary = data["summary"]
+            self.name = summary["name"]
+            self.direction = summary["direction"]
+            self.max_iterations = data["max_iterations"]
+            self.baseline = summary.get("baseline")
+            self.best = summary.get("best")
+            self.first_iteration = summary.get("iterations") or 0
+        elif kind == "phase":
+            self.phase = data.get("phase", "")
+            self.iteration = data.get("iteration")
+            if data.get("samples"):
+                side = "incumbent " if data.get("side") == "incumbent" else ""
+                self.detail = f"{side}sample {data.get('sample')} of up to {data.get('samples')}"
+            else:
+                self.detail = ""
+        elif kind == "attempt":
+            record = data["record"]
+            self.records.append(record)
+            self.best = data.get("best")
+            if record.get("status") == "baseline":
+                self.baseline = record.get("metric")
+            elif record.get("total_seconds") is not None:
+                self.attempt_times.append(float(record["total_seconds"]))
+            self.cost += float(record.get("cost_usd") or 0) + float(
+                record.get("judge_cost_usd") or 0
+            )
+        elif kind == "warning":
+            self.warnings.append(str(data.get("message")))
+        elif kind == "stop":
+            self.stopped = data
+            self.phase = "stopped"
+        self.live.update(self.render())
+
+    def render(self) -> Panel:
+        done = max((int(r.get("iteration", 0)) for r in self.records), default=0)
+        total = max(self.max_iterations, 1)
+        remaining = max(self.max_iterations - done, 0)
+        eta = ""
+        if self.attempt_times and remaining and not self.stopped:
+            per = sum(self.attempt_times) / len(self.attempt_times)
+            eta = f"  ETA {duration(per * remaining)}"
+        head = Table.grid(padding=(0, 2))
+        head.add_row(
+            Text(f"{done}/{self.max_iterations}", style="bold"),
+            ProgressBar(total=total, completed=min(done, total), width=40),
+            Text(
+                f"elapsed {duration(time.monotonic() - self.started)}{eta}"
+                + (f"  cost ${self.cost:.4f}" if self.cost else "")
+            ),
+        )
+        delta = None if self.best is None or self.baseline is None else self.best - self.baseline
+        values = [float(r["metric"]) for r in self.records if r.get("metric") is not None]
+        info = Table.grid(padding=(0, 2))
+        info.add_row(
+            f"baseline {num(self.baseline)}",
+            f"best {num(self.best)}",
+            f"delta {signed(delta)}",
+            Text(sparkline(values), style="cyan"),
+        )
+        phase = self.phase if self.iteration is None else f"{self.phase} #{self.iteration}"
+        if self.detail:
+            phase += f" ({self.detail})"
+        recent = Table(show_edge=False, header_style="bold", expand=False)
+        for column in ("#", "status", "metric", "delta", "description"):
+            recent.add_column(column)
+        for record in self.records[-RECENT:]:
+            status = str(record.get("status"))
+            description = str(record.get("description") or "")
+            if record.get("reason") and status not in ("keep", "discard", "baseline"):
+                description = f"{description} [{record['reason']}]"
+            recent.add_row(
+                str(record.get("iteration")),
+                f"[{STATUS_STYLE.get(status, 'default')}]{status}[/]",
+                num(record.get("metric")),
+                signed(record.get("delta")),
+                escape(description[:70]),
+            )
+        parts: list[Any] = [head, info, Text(f"phase: {phase}", style="yellow"), recent]
+        for warning in self.warnings[-2:]:
+            parts.append(Text(f"warning: {warning}", style="yellow"))
+        if self.stopped:
+            message = self.stopped.get("message")
+            parts.append(
+                Text(
+                    f"stopped: {self.stopped['stop_reason']}"
+                    + (f" — {message}" if message else ""),
+                    style="bold",
+                )
+            )
+        title = f"autoresearch · {self.name} ({self.direction})"
+        return Panel(Group(*parts), title=title, border_style="blue")
