@@ -189,6 +189,44 @@ def init(force: bool) -> None:
 
 
 @main.command()
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=8765,
+    help="Port to listen on (0 picks a free one).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    help="Interface to listen on (default 127.0.0.1, this machine only).",
+)
+@config_option
+@handle_errors
+def dashboard(port: int, host: str, config_path: Path | None) -> None:
+    """Serve a live, read-only page of the campaign."""
+    from autoresearch.dashboard import make_server
+
+    root = _root()
+    state_dir = find_state_dir(root, config_path)
+    try:
+        server = make_server(root, state_dir, host, port)
+    except OSError as exc:
+        raise AutoresearchError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port."
+        ) from None
+    bound = server.server_address[1]
+    console.print(
+        f"dashboard of campaign '{state_dir.name}' at http://{host}:{bound}/ (Ctrl-C to stop)"
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+@main.command()
 @click.option("--open", "open_it", is_flag=True, help="Open report.html in a browser.")
 @config_option
 @json_option
