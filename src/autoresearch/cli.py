@@ -100,15 +100,18 @@ def run_engine(
     campaign: Campaign, max_iterations: int | None, *, quiet: bool, plain: bool
 ) -> RunResult:
     """Run the engine with the live view on a terminal, else one line per attempt."""
+    from autoresearch.tracking import fan_out, make_tracker
+
     if quiet or plain or not console.is_terminal:
-        engine = Engine(
-            campaign, on_event=Printer(console, quiet=quiet), max_iterations=max_iterations
-        )
+        printer = Printer(console, quiet=quiet)
+        tracker = make_tracker(campaign, printer)
+        engine = Engine(campaign, on_event=fan_out(printer, tracker), max_iterations=max_iterations)
         return engine.run()
     from autoresearch.live import LiveView
 
     with LiveView(console) as view:
-        engine = Engine(campaign, on_event=view, max_iterations=max_iterations)
+        tracker = make_tracker(campaign, view)
+        engine = Engine(campaign, on_event=fan_out(view, tracker), max_iterations=max_iterations)
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)
     return result

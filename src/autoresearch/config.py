@@ -125,6 +125,11 @@ class SandboxConfig(_Strict):
     network: bool = True  # false: metric and guard run without network (needs unshare)
 
 
+class TrackingConfig(_Strict):
+    mlflow: bool = False  # one MLflow run per campaign (honours MLFLOW_TRACKING_URI)
+    experiment: str | None = None  # default: autoresearch-<name>
+
+
 class JudgeConfig(ChatSettings):
     """An LLM that scores files against a rubric; the metric when no metric command is set."""
 
@@ -146,6 +151,7 @@ class CampaignConfig(_Strict):
     stop: StopConfig = Field(default_factory=StopConfig)
     proposer: ProposerConfig = Field(default_factory=ProposerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
 
     @field_validator("name")

@@ -1,0 +1,50 @@
+"""MLflow tracking against a local tracking store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import Runner, git
+
+mlflow = pytest.importorskip("mlflow")
+
+
+def test_one_run_per_campaign_and_one_nested_run_per_attempt(
+    toy: Path, cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    config = toy / "autoresearch.toml"
+    config.write_text(config.read_text() + '\n[tracking]\nmlflow = true\nexperiment = "exp"\n')
+    git(toy, "commit", "-qam", "tracking")
+    store = tmp_path / "mlruns"
+    env = {"MLFLOW_TRACKING_URI": store.as_uri(), "MLFLOW_ALLOW_FILE_STORE": "true"}
+    first = cli(toy, "run", "--max-iterations", "3", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = cli(toy, "run", env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "MLflow tracking stopped" not in second.stdout
+
+    mlflow.set_tracking_uri(store.as_uri())
+    client = mlflow.MlflowClient()
+    experiment = client.get_experiment_by_name("exp")
+    runs = client.search_runs([experiment.experiment_id], max_results=100)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1, "a resumed campaign continues its run"
+    parent = parents[0]
+    assert parent.data.tags["autoresearch.stop_reason"] == "target"
+    history = client.get_metric_history(parent.info.run_id, "best")
+    assert [int(m.step) for m in history] == list(range(8))
+    assert history[-1].value == 0
+    assert len(children) == 8
+    by_iteration = {int(r.data.params["iteration"]): r for r in children}
+    one = by_iteration[1]
+    assert one.data.params["status"] == "keep"
+    assert one.data.params["description"] == "set N to 7"
+    assert one.data.metrics["metric"] == 4
+    artifacts = [a.path for a in client.list_artifacts(one.info.run_id)]
+    assert "attempt-1.diff" in artifacts
+    text = Path(client.download_artifacts(one.info.run_id, "attempt-1.diff", str(tmp_path)))
+    assert "+N = 7" in text.read_text()
