@@ -311,14 +311,20 @@ def diff(iteration: int, config_path: Path | None) -> None:
 )
 @click.option("--force", is_flag=True, help="Move the branch if it exists.")
 @config_option
+@json_option
 @handle_errors
-def branch(name: str, iteration: int | None, force: bool, config_path: Path | None) -> None:
+def branch(
+    name: str, iteration: int | None, force: bool, config_path: Path | None, as_json: bool
+) -> None:
     """Create a branch at the best result (or at attempt N)."""
     from autoresearch.results import chosen_commit, make_branch
 
     root = _root()
     commit, record = chosen_commit(find_state_dir(root, config_path), iteration)
     make_branch(root, name, commit, force)
+    if as_json:
+        click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record["iteration"]}))
+        return
     console.print(
         f"branch {name} at {commit[:10]} (attempt {record['iteration']}: "
         f"{escape(str(record.get('description') or ''))})"
@@ -334,14 +340,18 @@ def branch(name: str, iteration: int | None, force: bool, config_path: Path | No
     help="The attempt to apply (default: the best result).",
 )
 @config_option
+@json_option
 @handle_errors
-def apply_(iteration: int | None, config_path: Path | None) -> None:
+def apply_(iteration: int | None, config_path: Path | None, as_json: bool) -> None:
     """Write the best result (or attempt N) into your clean working tree, uncommitted."""
     from autoresearch.results import apply_changes, chosen_commit
 
     root = _root()
     _, record = chosen_commit(find_state_dir(root, config_path), iteration)
     files = apply_changes(root, record)
+    if as_json:
+        click.echo(json.dumps({"iteration": record["iteration"], "files": files}))
+        return
     if not files:
         console.print("nothing to apply: your HEAD already holds that result")
         return
