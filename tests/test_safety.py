@@ -88,7 +88,13 @@ def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, cli:
         "print('seen:', sorted(k for k in os.environ if k.startswith('AR_TEST')))\n"
         "print(1)\n"
     )
-    repo = sandbox_repo(tmp_path, bench, 'pass_env = ["AR_TEST_PASSED_TOKEN"]')
+    seen = tmp_path / "proposer-env"
+    repo = sandbox_repo(
+        tmp_path,
+        bench,
+        'pass_env = ["AR_TEST_PASSED_TOKEN"]',
+        proposer=f"env | grep ^AR_TEST | sort > {seen}",
+    )
     env = {
         "AR_TEST_API_KEY": "a",
         "AR_TEST_PASSED_TOKEN": "b",
@@ -98,6 +104,8 @@ def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, cli:
     assert cli(repo, "run", env=env).returncode == 0
     out = (repo / ".autoresearch/s/logs/0000-metric-1.out").read_text()
     assert "['AR_TEST_PASSED_TOKEN', 'AR_TEST_PLAIN']" in out
+    # The proposer (an agent needs its API key) gets the whole environment.
+    assert seen.read_text().count("AR_TEST_") == 4
 
 
 def test_memory_limit_turns_a_hog_into_a_crash(tmp_path: Path, cli: Runner) -> None:

@@ -422,40 +422,38 @@ class Engine:
                 encoding="utf-8", errors="replace"
             )
         summary = summarize(self.cfg.name, self.cfg.metric.direction, self.records)
-        history = self._history()
-        text = build_prompt(
-            iteration=iteration,
-            goal=self.cfg.goal,
-            instructions=instructions,
-            scope=list(self.cfg.scope),
-            harness=list(self.cfg.harness),
-            direction=self.cfg.metric.direction,
-            metric_command=self.cfg.metric.command or JUDGE_METRIC,
-            baseline=summary.baseline,
-            best=self.best,
-            history=history,
-        )
+        facts: dict[str, Any] = {
+            "iteration": iteration,
+            "goal": self.cfg.goal,
+            "instructions": instructions,
+            "scope": list(self.cfg.scope),
+            "harness": list(self.cfg.harness),
+            "direction": self.cfg.metric.direction,
+            "metric_command": self.cfg.metric.command or JUDGE_METRIC,
+            "baseline": summary.baseline,
+            "best": self.best,
+            "history": self._history(),
+        }
+        text = build_prompt(**facts)
         prompt_file = self.campaign.state_dir / "prompts" / f"{iteration:04d}.md"
         prompt_file.parent.mkdir(parents=True, exist_ok=True)
         prompt_file.write_text(text, encoding="utf-8")
-        env = self.evaluator.env(iteration)
-        env["AUTORESEARCH_PROMPT_FILE"] = str(prompt_file)
+        # The proposer gets the full environment (agents need their API keys); only the
+        # metric and guard commands run without secrets.
+        env = dict(os.environ)
+        env.update(
+            AUTORESEARCH_ITERATION=str(iteration),
+            AUTORESEARCH_WORKSPACE=str(self.workspace.path),
+            AUTORESEARCH_CAMPAIGN=self.cfg.name,
+            AUTORESEARCH_PROMPT_FILE=str(prompt_file),
+        )
         return ProposalContext(
-            iteration=iteration,
             workspace=self.workspace.path,
-            goal=self.cfg.goal,
-            instructions=instructions,
-            scope=list(self.cfg.scope),
-            harness=list(self.cfg.harness),
-            direction=self.cfg.metric.direction,
-            metric_command=self.cfg.metric.command or JUDGE_METRIC,
-            best=self.best,
-            baseline=summary.baseline,
-            history=history,
             prompt=text,
             prompt_file=prompt_file,
             log_dir=self.logs,
             env=env,
+            **facts,
         )
 
     def _attempt(self, iteration: int) -> dict[str, Any]:

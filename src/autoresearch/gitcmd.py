@@ -111,3 +111,15 @@ def repo_root(start: Path) -> Path:
             f"{start} is not inside a git repository; run `git init` and commit your code first."
         )
     return Path(proc.stdout.decode().strip()).resolve()
+
+
+def workspace_files(path: Path) -> list[str]:
+    """Tracked and untracked (not ignored) files of a work tree, sorted."""
+    raw = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=path,
+        env=git_env(),
+        capture_output=True,
+        check=False,
+    ).stdout
+    return sorted({p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p})

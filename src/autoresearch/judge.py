@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.config import Campaign, JudgeConfig
-from autoresearch.gitcmd import git_env
+from autoresearch.gitcmd import workspace_files
 from autoresearch.llm import ChatClient, LLMError, api_key
 from autoresearch.scope import PathMatcher
 
@@ -75,14 +74,7 @@ class Judge:
         self.files = PathMatcher(config.files)
 
     def _material(self, workspace: Path) -> str:
-        raw = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=workspace,
-            env=git_env(),
-            capture_output=True,
-            check=False,
-        ).stdout
-        names = sorted(p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p)
+        names = workspace_files(workspace)
         parts = []
         for name in names:
             if not self.files.matches(name):

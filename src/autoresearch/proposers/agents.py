@@ -20,8 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from autoresearch.config import Campaign
 from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
+from autoresearch.gitcmd import workspace_files
 from autoresearch.harness import run_command
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.proposers.command import note_failure
+from autoresearch.scope import PathMatcher
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT_FILE")"'
 
@@ -253,12 +256,14 @@ class AgentProposer:
         return self.preset.build(self.exe, self.options, files)
 
     def propose(self, ctx: ProposalContext) -> Proposal:
-        from autoresearch.proposers.openai_chat import _scope_files
-        from autoresearch.scope import PathMatcher
-
         files: list[str] = []
         if self.preset.tool == "aider":  # aider edits only the files it is given
-            files = _scope_files(ctx.workspace, PathMatcher(ctx.scope), PathMatcher(ctx.harness))
+            scope, harness = PathMatcher(ctx.scope), PathMatcher(ctx.harness)
+            files = [
+                f
+                for f in workspace_files(ctx.workspace)
+                if scope.matches(f) and not harness.matches(f)
+            ]
         stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
         result = run_command(
             self.command(files),
@@ -276,16 +281,7 @@ class AgentProposer:
             tokens_out=usage.tokens_out,
             output_path=str(result.stdout_path),
         )
-        if result.timed_out:
-            proposal.timed_out = True
-            proposal.reason = f"{self.preset.tool} timed out after {self.options.timeout:g} s"
-        elif result.returncode != 0:
-            proposal.failed = True
-            tail = result.stderr_tail()
-            proposal.reason = f"{self.preset.tool} exited with code {result.returncode}" + (
-                f": {tail}" if tail else ""
-            )
-        return proposal
+        return note_failure(proposal, result, self.preset.tool, self.options.timeout)
 
     def observe(self, outcome: Outcome) -> None:
         return None

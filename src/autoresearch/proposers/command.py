@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch.harness import run_command
+from autoresearch.harness import CommandResult, run_command
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
 
 
@@ -12,6 +12,20 @@ class CommandOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     command: str = Field(min_length=1)
     timeout: float = Field(default=1800, gt=0)
+
+
+def note_failure(proposal: Proposal, result: CommandResult, who: str, timeout: float) -> Proposal:
+    """Mark `proposal` as timed out or failed when the command was."""
+    if result.timed_out:
+        proposal.timed_out = True
+        proposal.reason = f"{who} timed out after {timeout:g} s"
+    elif result.returncode != 0:
+        proposal.failed = True
+        tail = result.stderr_tail()
+        proposal.reason = f"{who} exited with code {result.returncode}" + (
+            f": {tail}" if tail else ""
+        )
+    return proposal
 
 
 def description_from(text: str) -> str:
@@ -46,16 +60,7 @@ class CommandProposer:
         if not description:
             description = description_from(result.stdout_text())
         proposal = Proposal(description=description, output_path=str(result.stdout_path))
-        if result.timed_out:
-            proposal.timed_out = True
-            proposal.reason = f"the proposer timed out after {self.options.timeout:g} s"
-        elif result.returncode != 0:
-            proposal.failed = True
-            tail = result.stderr_tail()
-            proposal.reason = f"the proposer exited with code {result.returncode}" + (
-                f": {tail}" if tail else ""
-            )
-        return proposal
+        return note_failure(proposal, result, "the proposer", self.options.timeout)
 
     def observe(self, outcome: Outcome) -> None:
         return None

@@ -8,7 +8,6 @@ decides what is kept; the model never sees the harness, the ledger or a judge's 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from pydantic import Field
@@ -22,7 +21,7 @@ from autoresearch.edits import (
     plan_edits,
     write_edits,
 )
-from autoresearch.gitcmd import git_env
+from autoresearch.gitcmd import workspace_files
 from autoresearch.llm import ChatClient, ChatSettings, api_key
 from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext
 from autoresearch.scope import PathMatcher
@@ -62,15 +61,7 @@ def _num(value: float | None) -> str:
 
 
 def _scope_files(workspace: Path, scope: PathMatcher, harness: PathMatcher) -> list[str]:
-    raw = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=workspace,
-        env=git_env(),
-        capture_output=True,
-        check=False,
-    ).stdout
-    names = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
-    return sorted(p for p in names if scope.matches(p) and not harness.matches(p))
+    return [p for p in workspace_files(workspace) if scope.matches(p) and not harness.matches(p)]
 
 
 def _read(path: Path) -> str | None:
