@@ -34,13 +34,16 @@ direction = "minimize"
 [stop]
 max_iterations = {attempts}
 
+[sandbox]
+watch_checkout = {watch}
+
 [proposer]
 kind = "command"
 command = "echo \\"X = $AUTORESEARCH_ITERATION\\" > pkg/mod_0000.py"
 """
 
 
-def make_repo(root: Path, files: int, attempts: int) -> None:
+def make_repo(root: Path, files: int, attempts: int, watch: bool = True) -> None:
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": "b",
@@ -55,15 +58,16 @@ def make_repo(root: Path, files: int, attempts: int) -> None:
         name = "mod_0000.py" if i == 0 else f"mod_{i:05d}.py"
         (folder / name).write_text(f"X = {i}\n" + "# filler line\n" * 20)
     (root / "bench.py").write_text("print(1)\n")
-    (root / "autoresearch.toml").write_text(CONFIG.format(attempts=attempts))
+    config = CONFIG.format(attempts=attempts, watch=str(watch).lower())
+    (root / "autoresearch.toml").write_text(config)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "files"]):
         subprocess.run(["git", *args], cwd=root, env=env, check=True)
 
 
-def measure(files: int, attempts: int) -> dict[str, float]:
+def measure(files: int, attempts: int, watch: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="ar-overhead-") as tmp:
         root = Path(tmp).resolve()
-        make_repo(root, files, attempts)
+        make_repo(root, files, attempts, watch)
         campaign = load_campaign(root)
         started = time.monotonic()
         result = Engine(campaign).run()
@@ -91,13 +95,18 @@ def main() -> None:
         f"engine overhead per attempt (median of {args.attempts} attempts; "
         "excludes proposer, metric and guard)"
     )
-    print(f"{'files':>8} {'median ms':>10} {'p90 ms':>8} {'wall s/attempt':>15}")
+    print(
+        "watch: the user's checkout is scanned before and after each proposer run "
+        "([sandbox] watch_checkout)"
+    )
+    print(f"{'files':>8} {'watch':>6} {'median ms':>10} {'p90 ms':>8} {'wall s/attempt':>15}")
     for size in (int(s) for s in args.sizes.split(",")):
-        row = measure(size, args.attempts)
-        print(
-            f"{row['files']:>8} {row['median_ms']:>10.1f} {row['p90_ms']:>8.1f} "
-            f"{row['wall_s_per_attempt']:>15.3f}"
-        )
+        for watch in (False, True):
+            row = measure(size, args.attempts, watch)
+            print(
+                f"{row['files']:>8} {'on' if watch else 'off':>6} {row['median_ms']:>10.1f} "
+                f"{row['p90_ms']:>8.1f} {row['wall_s_per_attempt']:>15.3f}"
+            )
     sys.stdout.flush()
 
 

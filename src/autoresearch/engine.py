@@ -126,7 +126,9 @@ class Engine:
         self.on_event(kind, data)
 
     def phase(self, phase: str, iteration: int | None = None, **extra: Any) -> None:
-        self.state.update(phase=phase, iteration=iteration, updated_utc=utc_now(), **extra)
+        self.state.update(
+            durable=False, phase=phase, iteration=iteration, updated_utc=utc_now(), **extra
+        )
         self.emit("phase", phase=phase, iteration=iteration, **extra)
 
     @property
