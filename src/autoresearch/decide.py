@@ -61,6 +61,9 @@ def samples_needed(rule: DecisionConfig) -> int:
 
 # The baseline is measured this often under `sequential`, to seed the noise estimate.
 BASELINE_SAMPLES = 4
+# Unbiased samples of the incumbent needed before a candidate is compared with it; a
+# freshly kept incumbent is re-measured this often first.
+REFERENCE_MIN = 2
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -174,7 +177,7 @@ class _Look:
 def _null_keep_rate(efficacy: float, max_samples: int, paths: list[list[float]]) -> float:
     """Share of null candidates the sequential procedure keeps (t scale, sigma estimated)."""
     kept = 0
-    ref = BASELINE_SAMPLES
+    ref = REFERENCE_MIN
     for draws in paths:
         # draws: the noise estimate's scale, the reference incumbent samples, c1, then
         # (incumbent, candidate) pairs.
@@ -225,12 +228,12 @@ def _dof_step(dof: int) -> int:
 def calibrated_efficacy(max_samples: int, confidence: float, dof: int) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability 1 - confidence under this very procedure: interleaved looks, binding
-    futility, a reference of BASELINE_SAMPLES incumbent samples, and a noise estimate with
-    `dof` degrees of freedom. Found by bisection over a fixed set of simulated null paths,
-    so it is deterministic.
+    futility, a reference of REFERENCE_MIN incumbent samples (the fewest used), and a noise
+    estimate with `dof` degrees of freedom. Found by bisection over a fixed set of simulated
+    null paths, so it is deterministic.
     """
     rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof)
-    width = BASELINE_SAMPLES + 1 + 2 * max_samples
+    width = REFERENCE_MIN + 1 + 2 * max_samples
     paths = []
     for _ in range(CALIBRATION_PATHS):
         scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square

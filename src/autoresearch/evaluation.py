@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.config import Campaign
-from autoresearch.decide import Noise, Verdict, decide, estimate, pooled_noise, samples_needed
+from autoresearch.decide import (
+    REFERENCE_MIN,
+    Noise,
+    Verdict,
+    decide,
+    estimate,
+    pooled_noise,
+    samples_needed,
+)
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
@@ -183,9 +191,9 @@ class Evaluator:
         out = Evaluation()
         first = samples_needed(self.rule) if self.rule.rule == "repeats" else 1
         # A freshly kept incumbent has no unbiased sample yet: measure it first.
-        needs_reference = self.rule.rule == "sequential" and not self.reference()
-        if needs_reference and not self._measure_incumbent(iteration, candidate, out):
-            return out
+        while self.rule.rule == "sequential" and len(self.reference()) < REFERENCE_MIN:
+            if not self._measure_incumbent(iteration, candidate, out):
+                return out
         while True:
             wanted = first if not out.samples else len(out.samples) + 1
             while len(out.samples) < wanted:
