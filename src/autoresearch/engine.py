@@ -10,6 +10,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -535,18 +536,20 @@ class Engine:
             )
         timings["propose"] = time.monotonic() - t0
         self._apply_proposal_fields(record, proposal)
-        if before is not None:
-            changed = checkout_changes(before, checkout_state(self.campaign.root, shares))
-            if changed:
-                record["status"] = "checkout_changed"
-                record["reason"] = "your checkout changed while the proposer ran: " + ", ".join(
-                    changed[:5]
-                )
-                return
 
         self.phase("checking", iteration)
-        candidate = self.workspace.collect(self.incumbent, self.incumbent_tree)
-        self._candidate = candidate
+        # The two scans (the user's checkout, the workspace) are independent git processes.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            after = pool.submit(checkout_state, self.campaign.root, shares) if before else None
+            candidate = self.workspace.collect(self.incumbent, self.incumbent_tree)
+            self._candidate = candidate
+            changed = checkout_changes(before, after.result()) if before and after else []
+        if changed:
+            record["status"] = "checkout_changed"
+            record["reason"] = "your checkout changed while the proposer ran: " + ", ".join(
+                changed[:5]
+            )
+            return
         record["files"] = candidate.paths
         if candidate.head_moved:
             record["note"] = "the proposer moved HEAD; its work was judged as plain changes"
