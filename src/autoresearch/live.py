@@ -7,13 +7,12 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from autoresearch.render import STATUS_STYLE, num, signed
+from autoresearch.render import attempts_table, num, signed
 
 SPARKS = "▁▂▃▄▅▆▇█"
 RECENT = 8
@@ -131,21 +130,7 @@ class LiveView:
         phase = self.phase if self.iteration is None else f"{self.phase} #{self.iteration}"
         if self.detail:
             phase += f" ({self.detail})"
-        recent = Table(show_edge=False, header_style="bold", expand=False)
-        for column in ("#", "status", "metric", "delta", "description"):
-            recent.add_column(column)
-        for record in self.records[-RECENT:]:
-            status = str(record.get("status"))
-            description = str(record.get("description") or "")
-            if record.get("reason") and status not in ("keep", "discard", "baseline"):
-                description = f"{description} [{record['reason']}]"
-            recent.add_row(
-                str(record.get("iteration")),
-                f"[{STATUS_STYLE.get(status, 'default')}]{status}[/]",
-                num(record.get("metric")),
-                signed(record.get("delta")),
-                escape(description[:70]),
-            )
+        recent = attempts_table(self.records[-RECENT:], with_commit=False, width=70)
         parts: list[Any] = [head, info, Text(f"phase: {phase}", style="yellow"), recent]
         for warning in self.warnings[-2:]:
             parts.append(Text(f"warning: {warning}", style="yellow"))

@@ -111,21 +111,34 @@ class Printer:
         self.console.print(f"best result: branch {data['branch']}; ledger {escape(data['ledger'])}")
 
 
-def attempts_table(records: list[dict[str, Any]]) -> Table:
+def attempts_table(
+    records: list[dict[str, Any]], with_commit: bool = True, width: int = 100
+) -> Table:
+    """Attempts as a table: number, status, metric, delta, (commit,) description."""
     table = Table(show_edge=False, header_style="bold")
-    for column in ("#", "status", "metric", "delta", "commit", "description"):
+    columns = [
+        "#",
+        "status",
+        "metric",
+        "delta",
+        *(["commit"] if with_commit else []),
+        "description",
+    ]
+    for column in columns:
         table.add_column(column, justify="right" if column in ("#", "metric", "delta") else "left")
     for record in records:
         status = str(record.get("status"))
         description = str(record.get("description") or "")
         if record.get("reason") and status not in ("keep", "discard", "baseline"):
             description = f"{description} [{record['reason']}]"
-        table.add_row(
+        cells = [
             str(record.get("iteration")),
             f"[{STATUS_STYLE.get(status, 'default')}]{status}[/]",
             num(record.get("metric")),
             signed(record.get("delta")),
-            (record.get("commit") or "")[:10],
-            _escape(description[:100]),
-        )
+        ]
+        if with_commit:
+            cells.append((record.get("commit") or "")[:10])
+        cells.append(_escape(description[:width]))
+        table.add_row(*cells)
     return table
