@@ -204,9 +204,18 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--attempts", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--scenarios", default="all", help="'all' or 'goals'")
+    parser.add_argument(
+        "--scenarios",
+        default="all",
+        choices=("all", "goals", "others"),
+        help="all; goals (the two Gaussian levels); others (heavy tails, drift)",
+    )
     args = parser.parse_args()
-    scenarios = SCENARIOS if args.scenarios == "all" else GOAL_SCENARIOS
+    scenarios = {
+        "all": SCENARIOS,
+        "goals": GOAL_SCENARIOS,
+        "others": SCENARIOS[len(GOAL_SCENARIOS) :],
+    }[args.scenarios]
     jobs = [
         (s, rule, c, args.attempts)
         for s in scenarios
