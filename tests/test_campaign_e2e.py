@@ -47,6 +47,10 @@ def test_toy_campaign_reaches_target_and_leaves_checkout_untouched(toy: Path, cl
     assert records[5]["files"] == ["notes.txt"]
     assert records[6]["commit"] is None
     assert records[1]["description"] == "set N to 7"
+    assert records[1]["diffstat"] == "calc.py +1/-1"
+    prompt = (toy / ".autoresearch/toy/prompts/0002.md").read_text()
+    assert "set N to 7 (calc.py +1/-1)" in prompt and "make the score zero" in prompt
+    assert "bench.py" in prompt  # named as the harness not to touch
 
     status = json.loads(cli(toy, "status", "--json").stdout)
     assert status["stop_reason"] == "target"

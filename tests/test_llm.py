@@ -96,7 +96,7 @@ def test_edits_are_applied_exactly_and_costs_recorded(
     first, second = fake.texts()
     assert "make the score zero" in first and "N = 10" in first
     assert "import calc" not in first, "the harness is never shown to the proposer"
-    assert "move N closer" in second and "keep" in second
+    assert "move N closer" in second and "keep" in second and "calc.py +1/-1" in second
     assert (repo / ".autoresearch/llm/ideas.md").read_text() == "- nothing left\n"
 
 

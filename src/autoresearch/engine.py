@@ -25,9 +25,9 @@ from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.harness import ChildRecord, network_isolation_problem
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger, StateFile, reached, summarize
-from autoresearch.prompt import build_prompt
+from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, validate_proposer
-from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext, Proposer
+from autoresearch.proposers.base import Outcome, Proposal, Proposer
 from autoresearch.scope import PathMatcher
 from autoresearch.workspace import (
     Candidate,
@@ -43,7 +43,6 @@ EXIT_FAILED = 1
 EXIT_TAMPERED = 3
 EXIT_INTERRUPTED = 130
 PROPOSER_FAILURE_LIMIT = 3
-JUDGE_METRIC = "an LLM judge's score (0-100)"
 # Outcomes after which only the attempt's own paths need undoing (see _roll_back).
 FAST_ROLLBACK = ("keep", "discard", "crash", "guard_failed", "no_change")
 
@@ -404,61 +403,6 @@ class Engine:
 
     # -- one attempt --------------------------------------------------------------------
 
-    def _history(self) -> list[AttemptNote]:
-        return [
-            AttemptNote(
-                iteration=int(r.get("iteration", 0)),
-                status=str(r.get("status")),
-                metric=r.get("metric"),
-                delta=r.get("delta"),
-                description=str(r.get("description") or ""),
-                files=list(r.get("files") or []),
-                reason=str(r.get("reason") or ""),
-            )
-            for r in self.records
-        ]
-
-    def _context(self, iteration: int) -> ProposalContext:
-        instructions = ""
-        if self.cfg.instructions:
-            instructions = (self.campaign.root / self.cfg.instructions).read_text(
-                encoding="utf-8", errors="replace"
-            )
-        summary = summarize(self.cfg.name, self.cfg.metric.direction, self.records)
-        facts: dict[str, Any] = {
-            "iteration": iteration,
-            "goal": self.cfg.goal,
-            "instructions": instructions,
-            "scope": list(self.cfg.scope),
-            "harness": list(self.cfg.harness),
-            "direction": self.cfg.metric.direction,
-            "metric_command": self.cfg.metric.command or JUDGE_METRIC,
-            "baseline": summary.baseline,
-            "best": self.best,
-            "history": self._history(),
-        }
-        text = build_prompt(**facts)
-        prompt_file = self.campaign.state_dir / "prompts" / f"{iteration:04d}.md"
-        prompt_file.parent.mkdir(parents=True, exist_ok=True)
-        prompt_file.write_text(text, encoding="utf-8")
-        # The proposer gets the full environment (agents need their API keys); only the
-        # metric and guard commands run without secrets.
-        env = dict(os.environ)
-        env.update(
-            AUTORESEARCH_ITERATION=str(iteration),
-            AUTORESEARCH_WORKSPACE=str(self.workspace.path),
-            AUTORESEARCH_CAMPAIGN=self.cfg.name,
-            AUTORESEARCH_PROMPT_FILE=str(prompt_file),
-        )
-        return ProposalContext(
-            workspace=self.workspace.path,
-            prompt=text,
-            prompt_file=prompt_file,
-            log_dir=self.logs,
-            env=env,
-            **facts,
-        )
-
     def _attempt(self, iteration: int) -> dict[str, Any]:
         began = time.monotonic()
         record: dict[str, Any] = {
@@ -519,7 +463,9 @@ class Engine:
     ) -> None:
         assert self.proposer is not None
         self.phase("proposing", iteration)
-        ctx = self._context(iteration)
+        ctx = proposal_context(
+            self.campaign, self.records, iteration, self.best, self.workspace.path, self.logs
+        )
         watch = self.cfg.sandbox.watch_checkout and getattr(self.proposer, "runs_commands", True)
         shares = list(self.cfg.share)
         before = checkout_state(self.campaign.root, shares) if watch else None
@@ -558,6 +504,7 @@ class Engine:
         if candidate.changes:
             message = f"autoresearch {self.cfg.name} #{iteration}: {record['description']}"
             record["commit"] = self.workspace.commit(candidate, self.incumbent, message, iteration)
+            record["diffstat"] = self.workspace.diffstat(self.incumbent, record["commit"])
 
         if proposal.timed_out or proposal.failed:
             record["status"] = "timeout" if proposal.timed_out else "proposer_failed"

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from autoresearch.proposers.base import AttemptNote
+import os
+from pathlib import Path
+from typing import Any
+
+from autoresearch.config import Campaign
+from autoresearch.ledger import summarize
+from autoresearch.proposers.base import AttemptNote, ProposalContext
 
 HISTORY_LIMIT = 30
 
@@ -55,6 +61,8 @@ def build_prompt(
         lines += ["| # | status | metric | delta | description |", "|---|---|---|---|---|"]
         for note in recent:
             text = (note.description or "").replace("|", "/").replace("\n", " ")[:120]
+            if note.diffstat:
+                text = f"{text} ({note.diffstat[:80]})".strip()
             if note.reason and note.status not in ("keep", "discard", "baseline"):
                 text = f"{text} ({note.reason[:80]})".strip()
             lines.append(
@@ -69,3 +77,73 @@ def build_prompt(
         "",
     ]
     return "\n".join(lines)
+
+
+JUDGE_METRIC = "an LLM judge's score (0-100)"
+
+
+def history_notes(records: list[dict[str, Any]]) -> list[AttemptNote]:
+    return [
+        AttemptNote(
+            iteration=int(r.get("iteration", 0)),
+            status=str(r.get("status")),
+            metric=r.get("metric"),
+            delta=r.get("delta"),
+            description=str(r.get("description") or ""),
+            files=list(r.get("files") or []),
+            reason=str(r.get("reason") or ""),
+            diffstat=str(r.get("diffstat") or ""),
+        )
+        for r in records
+    ]
+
+
+def proposal_context(
+    campaign: Campaign,
+    records: list[dict[str, Any]],
+    iteration: int,
+    best: float | None,
+    workspace: Path,
+    log_dir: Path,
+) -> ProposalContext:
+    """Everything a proposer may know for this attempt; the prompt file is written too."""
+    cfg = campaign.config
+    instructions = ""
+    if cfg.instructions:
+        instructions = (campaign.root / cfg.instructions).read_text(
+            encoding="utf-8", errors="replace"
+        )
+    summary = summarize(cfg.name, str(cfg.metric.direction), records)
+    facts: dict[str, Any] = {
+        "iteration": iteration,
+        "goal": cfg.goal,
+        "instructions": instructions,
+        "scope": list(cfg.scope),
+        "harness": list(cfg.harness),
+        "direction": cfg.metric.direction,
+        "metric_command": cfg.metric.command or JUDGE_METRIC,
+        "baseline": summary.baseline,
+        "best": best,
+        "history": history_notes(records),
+    }
+    text = build_prompt(**facts)
+    prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
+    prompt_file.parent.mkdir(parents=True, exist_ok=True)
+    prompt_file.write_text(text, encoding="utf-8")
+    # The proposer gets the full environment (agents need their API keys); only the
+    # metric and guard commands run without secrets.
+    env = dict(os.environ)
+    env.update(
+        AUTORESEARCH_ITERATION=str(iteration),
+        AUTORESEARCH_WORKSPACE=str(workspace),
+        AUTORESEARCH_CAMPAIGN=cfg.name,
+        AUTORESEARCH_PROMPT_FILE=str(prompt_file),
+    )
+    return ProposalContext(
+        workspace=workspace,
+        prompt=text,
+        prompt_file=prompt_file,
+        log_dir=log_dir,
+        env=env,
+        **facts,
+    )

@@ -314,6 +314,15 @@ class Workspace:
         self.git.run("update-ref", self.attempt_ref(iteration), commit)
         return commit
 
+    def diffstat(self, parent: str, commit: str) -> str:
+        """`path +added/-removed` per changed file, for the proposer's history."""
+        out = self.git.run("diff", "--numstat", "--no-renames", parent, commit)
+        parts = []
+        for line in out.splitlines()[:8]:
+            added, removed, path = line.split("\t", 2)
+            parts.append(f"{path} +{added}/-{removed}")
+        return ", ".join(parts)
+
     def drop_paths(self, paths: list[str]) -> None:
         """Remove untracked or ignored paths, so what is measured is exactly the commit."""
         for rel in paths:
