@@ -20,13 +20,14 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from gitrepo import commit_all, git
 
 START = 100.0
 RULES = ("strict", "threshold", "repeats", "sequential")
@@ -121,19 +122,6 @@ def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
     return plan
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@b",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@b",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    ).stdout
-
-
 def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
     from autoresearch.config import load_campaign
     from autoresearch.engine import Engine
@@ -172,9 +160,7 @@ def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
                 proposer=base / "propose.py",
             )
         )
-        git(repo, "init", "-q")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-qm", "start")
+        commit_all(repo)
         campaign_obj = load_campaign(repo)
         result = Engine(campaign_obj).run()
         assert result.stop_reason == "max_iterations", result

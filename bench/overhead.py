@@ -10,9 +10,7 @@ fingerprints, ledger writes), read back from the ledger.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.ledger import Ledger
+from gitrepo import commit_all
 
 CONFIG = """\
 name = "bench"
@@ -44,13 +43,6 @@ command = "echo \\"X = $AUTORESEARCH_ITERATION\\" > pkg/mod_0000.py"
 
 
 def make_repo(root: Path, files: int, attempts: int, watch: bool = True) -> None:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@b",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@b",
-    }
     per_dir = 100
     for i in range(files):
         folder = root / "pkg" if i == 0 else root / "pkg" / f"d{i // per_dir:03d}"
@@ -60,8 +52,7 @@ def make_repo(root: Path, files: int, attempts: int, watch: bool = True) -> None
     (root / "bench.py").write_text("print(1)\n")
     config = CONFIG.format(attempts=attempts, watch=str(watch).lower())
     (root / "autoresearch.toml").write_text(config)
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "files"]):
-        subprocess.run(["git", *args], cwd=root, env=env, check=True)
+    commit_all(root, "files")
 
 
 def measure(files: int, attempts: int, watch: bool) -> dict[str, float]:

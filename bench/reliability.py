@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gitrepo import commit_all, git
+
 MARK = "AR_RELIABILITY_MARK"
 
 PROPOSER = r"""#!/bin/bash
@@ -62,19 +64,6 @@ max_iterations = 10
 kind = "command"
 command = "bash {proposer}"
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@b",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@b",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def cli(cwd: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
@@ -124,9 +113,7 @@ def kill_campaign(base: Path, kills: int, rng: random.Random) -> tuple[bool, lis
     (repo / "calc.py").write_text("N = 10\n")
     (repo / "bench.py").write_text("import calc\nprint(f'score: {abs(calc.N - 3)}')\n")
     (repo / "autoresearch.toml").write_text(CONFIG.format(proposer=proposer))
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start")
+    commit_all(repo)
     before = checkout_snapshot(repo)
     problems: list[str] = []
     for _ in range(kills):
@@ -188,9 +175,7 @@ max_iterations = 0
 kind = "command"
 command = "true"
 """)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start")
+    commit_all(repo)
     wrapper = (
         "import resource, subprocess, sys, time\n"
         "t = time.monotonic()\n"
@@ -222,9 +207,7 @@ timeout = 1
 kind = "command"
 command = "true"
 """)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start")
+    commit_all(repo)
     for _ in range(count):
         run = cli(repo, "check")
         run.wait(timeout=120)
