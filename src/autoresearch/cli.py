@@ -72,6 +72,20 @@ config_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
+def output_options(func: F) -> F:
+    """The options of every command that runs a campaign."""
+    func = click.option(
+        "--plain", is_flag=True, help="One line per attempt instead of the live view."
+    )(func)
+    func = click.option("--quiet", is_flag=True, help="Print only the final summary.")(func)
+    return click.option(
+        "--max-iterations",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Total attempts for the campaign (overrides [stop] max_iterations).",
+    )(func)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="autoresearch")
 def main() -> None:
@@ -80,14 +94,7 @@ def main() -> None:
 
 @main.command()
 @config_option
-@click.option(
-    "--max-iterations",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Total attempts for the campaign (overrides [stop] max_iterations).",
-)
-@click.option("--quiet", is_flag=True, help="Print only the final summary.")
-@click.option("--plain", is_flag=True, help="One line per attempt instead of the live view.")
+@output_options
 @handle_errors
 def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool) -> None:
     """Run or resume the campaign."""
@@ -399,14 +406,7 @@ def verify(config_path: Path | None, as_json: bool) -> None:
     default=None,
     help="Where to create the demo repository (default: a new temporary folder).",
 )
-@click.option(
-    "--max-iterations",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Attempts to run (default: the example's own setting).",
-)
-@click.option("--quiet", is_flag=True, help="Print only the final summary.")
-@click.option("--plain", is_flag=True, help="One line per attempt instead of the live view.")
+@output_options
 @handle_errors
 def demo(
     example: str | None,

@@ -168,12 +168,6 @@ CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
 
-@dataclass(frozen=True)
-class _Look:
-    keep: bool
-    stop: bool
-
-
 def _null_keep_rate(efficacy: float, max_samples: int, paths: list[list[float]]) -> float:
     """Share of null candidates the sequential procedure keeps (t scale, sigma estimated)."""
     kept = 0

@@ -76,7 +76,6 @@ class CommandResult:
     seconds: float
     stdout_path: Path
     stderr_path: Path
-    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -225,7 +224,6 @@ def run_command(
     for pump in pumps:
         pump.start()
     timed_out = False
-    interrupted = False
     try:
         try:
             proc.wait(timeout=timeout)
@@ -237,7 +235,6 @@ def run_command(
             except subprocess.TimeoutExpired:
                 pass
     except BaseException:
-        interrupted = True
         _kill_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=KILL_GRACE_SECONDS)
@@ -263,7 +260,6 @@ def run_command(
         seconds=time.monotonic() - start,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
-        interrupted=interrupted,
     )
 
 

@@ -8,11 +8,9 @@ from pathlib import Path
 
 from autoresearch.config import Campaign
 from autoresearch.errors import ConfigError
-from autoresearch.gitcmd import Git
+from autoresearch.gitcmd import workspace_files
 from autoresearch.harness import sha256_file, sha256_text
 from autoresearch.scope import PathMatcher
-
-CONFIG_KEY = "<config>"
 
 
 def judge_settings(campaign: Campaign) -> str:
@@ -47,8 +45,7 @@ def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
         )
     if not cfg.harness:
         return rubric
-    raw = Git(workspace).run_bytes("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    files = [p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p]
+    files = workspace_files(workspace)
     matcher = PathMatcher(cfg.harness)
     found = sorted(p for p in files if matcher.matches(p))
     for pattern in cfg.harness:

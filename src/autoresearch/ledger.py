@@ -14,7 +14,6 @@ from typing import Any
 from autoresearch.decide import confidence_better, pooled_noise
 
 TSV_HEADER = "iteration\tcommit\tmetric\tdelta\tstatus\tdescription\n"
-KEPT = ("baseline", "keep")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -143,10 +142,6 @@ class Ledger:
             handle.write(row + "\n")
         if new:
             _fsync_dir(self.dir)
-
-
-def is_better(value: float, reference: float, direction: str) -> bool:
-    return value < reference if direction == "minimize" else value > reference
 
 
 def reached(value: float, target: float | None, direction: str) -> bool:

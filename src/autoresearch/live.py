@@ -52,7 +52,6 @@ class LiveView:
         self.best: float | None = None
         self.baseline: float | None = None
         self.cost = 0.0
-        self.first_iteration = 0
         self.attempt_times: list[float] = []
         self.stopped: dict[str, Any] | None = None
         self.warnings: list[str] = []
@@ -74,7 +73,6 @@ class LiveView:
             self.max_iterations = data["max_iterations"]
             self.baseline = summary.get("baseline")
             self.best = summary.get("best")
-            self.first_iteration = summary.get("iterations") or 0
         elif kind == "phase":
             self.phase = data.get("phase", "")
             self.iteration = data.get("iteration")

@@ -6,7 +6,6 @@ import os
 import shutil
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from autoresearch.config import Campaign
 from autoresearch.evaluation import measurement_env
@@ -100,10 +99,3 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
         repo.run("worktree", "prune", check=False)
-
-
-def relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)

@@ -153,13 +153,6 @@ class Workspace:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(source)
 
-    def remove(self) -> None:
-        if self.path.exists():
-            self.repo.run("worktree", "remove", "--force", str(self.path), check=False)
-            if self.path.exists():
-                shutil.rmtree(self.path, ignore_errors=True)
-        self.repo.run("worktree", "prune", check=False)
-
     # -- state -------------------------------------------------------------------------
 
     def tree_of(self, commit: str) -> str:
