@@ -68,6 +68,13 @@ class Outcome:
 
 
 class Proposer(Protocol):
+    """Edits files in `ctx.workspace`; the engine finds out what changed from git.
+
+    Optional members, looked up with getattr: `validate(workspace)` checks the settings
+    against the files before the campaign starts, and `runs_commands = False` says the
+    proposer writes only through its own code, so the user's checkout need not be watched.
+    """
+
     def propose(self, ctx: ProposalContext) -> Proposal: ...
 
     def observe(self, outcome: Outcome) -> None: ...
