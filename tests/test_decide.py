@@ -6,10 +6,14 @@ import random
 
 import pytest
 
+import autoresearch.decide as decide_module
 from autoresearch.config import DecisionConfig
 from autoresearch.decide import (
+    REFERENCE_MIN,
     Noise,
     Verdict,
+    _critical_boundary,
+    calibrated_efficacy,
     confidence_better,
     decide,
     normal_ppf,
@@ -88,8 +92,13 @@ def test_confidence_better() -> None:
     assert confidence_better([1.0], [2.0], "minimize", None) is None
 
 
-def simulate(effect: float, rule: DecisionConfig, rng: random.Random, n: int) -> tuple[int, float]:
-    """Evaluate `n` candidates with true gain `effect` (sigma = 1) the way the engine does.
+def simulate(
+    effect: float, rule: DecisionConfig, rng: random.Random, n: int, carried: int = 4
+) -> tuple[int, float]:
+    """Evaluate `n` candidates with true gain `effect` (sigma = 1) the way the engine does:
+    a look after every sample, candidate and incumbent in turn. The reference starts with
+    `carried` samples from earlier attempts, or (0) with REFERENCE_MIN fresh ones, as right
+    after a keep.
 
     Returns how many were kept and the mean number of metric runs per candidate.
     """
@@ -98,10 +107,11 @@ def simulate(effect: float, rule: DecisionConfig, rng: random.Random, n: int) ->
     for _ in range(n):
         # Earlier repeated samples: what the pooled noise estimate has seen so far.
         history = [[rng.gauss(0, 1) for _ in range(4)] for _ in range(3)]
-        incumbent = [rng.gauss(10, 1) for _ in range(samples_needed(rule))]
+        fresh = 0 if carried else REFERENCE_MIN
+        incumbent = [rng.gauss(10, 1) for _ in range(carried or fresh)]
         candidate = [rng.gauss(10 - effect, 1)]
-        fresh = 0
-        runs += 1
+        runs += 1 + fresh
+        incumbent_next = True
         while True:
             noise = pooled_noise([*history, incumbent, candidate])
             verdict = decide(
@@ -109,28 +119,107 @@ def simulate(effect: float, rule: DecisionConfig, rng: random.Random, n: int) ->
             )
             if verdict is not Verdict.MORE:
                 break
-            incumbent.append(rng.gauss(10, 1))
-            candidate.append(rng.gauss(10 - effect, 1))
-            fresh += 1
-            runs += 2
+            if incumbent_next:
+                incumbent.append(rng.gauss(10, 1))
+                fresh += 1
+            else:
+                candidate.append(rng.gauss(10 - effect, 1))
+            incumbent_next = not incumbent_next
+            runs += 1
         kept += verdict is Verdict.KEEP
     return kept, runs / n
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
-def test_sequential_false_keep_rate_is_within_one_minus_confidence(confidence: float) -> None:
-    rule = DecisionConfig(rule="sequential", confidence=confidence)
-    kept, _ = simulate(0.0, rule, random.Random(1), 4000)
-    # Binomial slack of three standard errors on 4000 trials.
+@pytest.mark.parametrize("carried", [0, 4, 8])
+def test_sequential_false_keep_rate_is_within_one_minus_confidence(
+    confidence: float, carried: int
+) -> None:
+    rule = DecisionConfig(rule="sequential", confidence=confidence, min_delta=0)
+    kept, _ = simulate(0.0, rule, random.Random(carried), 3000, carried)
+    # Binomial slack of three standard errors on 3000 trials.
     alpha = 1 - confidence
-    assert kept / 4000 <= alpha + 3 * (alpha * (1 - alpha) / 4000) ** 0.5
+    assert kept / 3000 <= alpha + 3 * (alpha * (1 - alpha) / 3000) ** 0.5
 
 
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
     rule = DecisionConfig(rule="sequential")
     harmful, harmful_runs = simulate(-1.0, rule, random.Random(2), 2000)
-    assert harmful / 2000 < 0.005 and harmful_runs < 2
+    assert harmful / 2000 < 0.005 and harmful_runs < 1.6
     clear, clear_runs = simulate(3.0, rule, random.Random(3), 2000)
-    assert clear / 2000 > 0.9 and clear_runs < 5
+    assert clear / 2000 > 0.95 and clear_runs < 3.5
     modest, _ = simulate(1.0, rule, random.Random(4), 2000)
     assert modest / 2000 > 0.3
+
+
+def test_sequential_keeps_an_exact_gain_after_one_fresh_incumbent_sample() -> None:
+    rule = DecisionConfig(rule="sequential", min_delta="1%")
+    exact = Noise(sigma=0.0, dof=10)
+    assert decide([10.0] * 4, [9.0], "minimize", rule, exact, 0) is Verdict.MORE
+    assert decide([10.0] * 4, [9.0], "minimize", rule, exact, 1) is Verdict.KEEP
+    assert decide([10.0] * 4, [9.95], "minimize", rule, exact, 0) is Verdict.DISCARD
+
+
+def test_sequential_drops_a_gain_confidently_below_min_delta() -> None:
+    rule = DecisionConfig(rule="sequential", min_delta=1.0)
+    noise = Noise(sigma=0.01, dof=100)
+    # Clearly better, but by 0.5 +- 0.01 where 1.0 is the smallest gain worth keeping.
+    assert decide([10.0] * 8, [9.5] * 3, "minimize", rule, noise, 2) is Verdict.DISCARD
+
+
+@pytest.mark.parametrize("carried,fresh", [(0, REFERENCE_MIN), (2, 0), (8, 0)])
+def test_calibration_shortcut_matches_the_procedure(carried: int, fresh: int) -> None:
+    """Each null path's critical boundary (computed in one pass) is exactly where the
+    look-by-look procedure switches from keeping it to dropping it."""
+    max_samples = 8
+    rng = random.Random(carried * 10 + fresh)
+    rule = DecisionConfig(rule="sequential", max_samples=max_samples, min_delta=0)
+    checked = 0
+    for _ in range(300):
+        draws = [0.7 + 0.6 * rng.random()] + [
+            rng.gauss(0, 1) for _ in range(carried + fresh + 2 * max_samples + 1)
+        ]
+        critical = _critical_boundary(draws, max_samples, carried, fresh)
+        if critical <= 0:
+            continue
+        checked += 1
+        assert replay(draws, rule, carried, fresh, critical * (1 - 1e-9)) is Verdict.KEEP
+        assert replay(draws, rule, carried, fresh, critical * (1 + 1e-6)) is Verdict.DISCARD
+    assert checked > 20
+
+
+def replay(
+    draws: list[float], rule: DecisionConfig, carried: int, fresh: int, boundary: float
+) -> Verdict:
+    """Run `sequential_verdict` over the draws in the engine's order with a fixed boundary."""
+    noise = Noise(sigma=draws[0], dof=1000)
+    reference = [-x for x in draws[1 : 1 + carried + fresh]]  # minimize: gain = ref - cand
+    pos = 1 + carried + fresh
+    candidate = [-draws[pos]]
+    incumbent_next = True
+    original = decide_module.sequential_bounds
+    decide_module.sequential_bounds = lambda rule, dof: boundary  # type: ignore[assignment]
+    try:
+        while True:
+            verdict = decide_module.sequential_verdict(
+                reference[-rule.max_samples :], candidate, fresh, "maximize", rule, noise
+            )
+            if verdict is not Verdict.MORE:
+                return verdict
+            pos += 1
+            if incumbent_next:
+                reference.append(-draws[pos])
+                fresh += 1
+            else:
+                candidate.append(-draws[pos])
+            incumbent_next = not incumbent_next
+    finally:
+        decide_module.sequential_bounds = original  # type: ignore[assignment]
+
+
+def test_calibrated_boundary_is_deterministic_and_orders_with_confidence() -> None:
+    assert calibrated_efficacy(8, 0.95, 100) == calibrated_efficacy.__wrapped__(8, 0.95, 100)
+    assert calibrated_efficacy(8, 0.9, 100) < calibrated_efficacy(8, 0.95, 100)
+    assert calibrated_efficacy(8, 0.95, 100) < calibrated_efficacy(8, 0.99, 100)
+    # A rougher noise estimate needs a higher boundary.
+    assert calibrated_efficacy(8, 0.95, 3) > calibrated_efficacy(8, 0.95, 100)

@@ -63,7 +63,7 @@ def samples_needed(rule: DecisionConfig) -> int:
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
-REFERENCE_MIN = 2
+REFERENCE_MIN = 1
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -161,53 +161,109 @@ def t_cdf(t: float, dof: int) -> float:
     return (lo + hi) / 2
 
 
-# Futility: from the second look on, drop a candidate whose gain, projected to max_samples,
-# would reach less than this share of the efficacy boundary.
-FUTILITY_SHARE = 0.6
+# Futility: from the second candidate sample on, drop a candidate whose gain, projected to
+# max_samples, would reach less than this share of the efficacy boundary. The share rises
+# from the first value (second sample) to the second (last sample): early looks are noisy,
+# late ones have little left to learn.
+FUTILITY_SHARES = (0.5, 0.8)
 CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
 
-def _null_keep_rate(efficacy: float, max_samples: int, paths: list[list[float]]) -> float:
-    """Share of null candidates the sequential procedure keeps (t scale, sigma estimated)."""
-    kept = 0
-    ref = REFERENCE_MIN
-    for draws in paths:
-        # draws: the noise estimate's scale, the reference incumbent samples, c1, then
-        # (incumbent, candidate) pairs.
-        scale = draws[0]
-        inc_window = list(draws[1 : ref + 1])
-        inc_sum = sum(inc_window)
-        cand_sum = draws[ref + 1]
-        k = 1
-        pos = ref + 2
-        fresh = 0
-        while True:
-            inc_n = len(inc_window)
-            g = inc_sum / inc_n - cand_sum / k
-            if g <= 0:
-                break
-            se = scale * math.sqrt(1 / k + 1 / inc_n)
-            if fresh >= 1 and g / se >= efficacy:
-                kept += 1
-                break
-            if k >= max_samples:
-                break
-            if k > 1:
-                final_inc = min(inc_n + max_samples - k, max_samples)
-                se_final = scale * math.sqrt(1 / max_samples + 1 / final_inc)
-                if g / se_final < FUTILITY_SHARE * efficacy:
-                    break
-            # Interleave: the incumbent again, then the candidate again.
-            inc_window.append(draws[pos])
-            inc_sum += draws[pos]
-            if len(inc_window) > max_samples:
-                inc_sum -= inc_window.pop(0)
-            cand_sum += draws[pos + 1]
-            pos += 2
-            k += 1
+def futility_share(k: int, max_samples: int) -> float:
+    first, last = FUTILITY_SHARES
+    if max_samples <= 2:
+        return first
+    return first + (last - first) * max(k - 2, 0) / (max_samples - 2)
+
+
+def _projection(k: int, n: int, max_samples: int) -> float:
+    """se at max_samples (with as many more incumbent samples) / se now."""
+    final_n = min(n + max_samples - k, max_samples)
+    return math.sqrt(1 / max_samples + 1 / final_n) / math.sqrt(1 / k + 1 / n)
+
+
+def _critical_boundary(draws: list[float], max_samples: int, carried: int, fresh: int) -> float:
+    """The largest efficacy boundary at which this null path would be kept (0: never).
+
+    `draws` holds the noise estimate's scale (s / sigma), then the standard normal draws of
+    the samples in the order the engine takes them: the reference (`carried` samples from
+    earlier attempts, then `fresh` taken just now), the first candidate sample, then
+    incumbent and candidate in turn. At every look the path is kept when z >= boundary (with
+    a fresh incumbent sample), dropped when z <= 0, at the last look, or when z falls below
+    the futility bar, which scales with the boundary. Kept(boundary) is monotone, so the
+    path's critical boundary is the best look's min(z, futility headroom of earlier looks).
+    """
+    scale = draws[0]
+    reference = list(draws[1 : 1 + carried + fresh])
+    ref_sum = sum(reference)
+    pos = 1 + carried + fresh
+    cand_sum = draws[pos]
+    pos += 1
+    k = 1
+    best = 0.0
+    headroom = math.inf  # the largest boundary the earlier looks let through
+    measure_incumbent = True
+    while True:
+        n = len(reference)
+        z = (ref_sum / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
+        if fresh >= 1:
+            best = max(best, min(z, headroom))
+        if z <= 0 or (k >= max_samples and fresh >= max_samples):
+            return best
+        if k >= 2:
+            headroom = min(
+                headroom, z / (futility_share(k, max_samples) * _projection(k, n, max_samples))
+            )
+        if headroom <= best:
+            return best
+        if measure_incumbent:
+            reference.append(draws[pos])
+            ref_sum += draws[pos]
+            if len(reference) > max_samples:
+                ref_sum -= reference.pop(0)
             fresh += 1
-    return kept / len(paths)
+        else:
+            cand_sum += draws[pos]
+            k += 1
+        pos += 1
+        measure_incumbent = not measure_incumbent
+
+
+# The states a candidate's evaluation starts from: (reference samples carried over from
+# earlier attempts, fresh ones taken first). Right after a keep the reference is the new
+# incumbent's REFERENCE_MIN fresh samples; later it is carried over, up to max_samples.
+START_STATES = ((0, REFERENCE_MIN), (2, 0), (None, 0))
+
+
+@lru_cache(maxsize=128)
+def calibrated_efficacy(max_samples: int, confidence: float, dof: int) -> float:
+    """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
+    probability at most 1 - confidence under this very procedure: a look after every
+    sample, interleaved incumbent samples, binding futility, and a noise estimate with
+    `dof` degrees of freedom. Each start state is simulated on its own fixed set of null
+    paths; the boundary is the strictest of them, so it is deterministic.
+    """
+    alpha = 1.0 - confidence
+    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
+    # these paths does not overshoot on new ones.
+    alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+    allowed = int(alpha * CALIBRATION_PATHS)
+    boundary = 0.0
+    for index, (carried, fresh) in enumerate(START_STATES):
+        carried = max_samples if carried is None else min(carried, max_samples)
+        rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
+        width = carried + fresh + 2 * max_samples + 1
+        critical = []
+        for _ in range(CALIBRATION_PATHS):
+            scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
+            draws = [scale] + [rng.gauss(0.0, 1.0) for _ in range(width)]
+            critical.append(_critical_boundary(draws, max_samples, carried, fresh))
+        critical.sort(reverse=True)
+        # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
+        # `allowed` paths.
+        boundary = max(boundary, math.nextafter(critical[allowed], math.inf))
+    return boundary
 
 
 DOF_STEPS = (3, 5, 8, 12, 20, 35, 60, 100, 1000)
@@ -216,34 +272,6 @@ DOF_STEPS = (3, 5, 8, 12, 20, 35, 60, 100, 1000)
 def _dof_step(dof: int) -> int:
     """Round the noise estimate's degrees of freedom down to a calibrated step."""
     return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
-
-
-@lru_cache(maxsize=128)
-def calibrated_efficacy(max_samples: int, confidence: float, dof: int) -> float:
-    """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
-    probability 1 - confidence under this very procedure: interleaved looks, binding
-    futility, a reference of REFERENCE_MIN incumbent samples (the fewest used), and a noise
-    estimate with `dof` degrees of freedom. Found by bisection over a fixed set of simulated
-    null paths, so it is deterministic.
-    """
-    rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof)
-    width = REFERENCE_MIN + 1 + 2 * max_samples
-    paths = []
-    for _ in range(CALIBRATION_PATHS):
-        scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
-        paths.append([scale] + [rng.gauss(0.0, 1.0) for _ in range(width)])
-    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
-    # these paths does not overshoot on new ones.
-    alpha = 1.0 - confidence
-    alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
-    lo, hi = 0.0, 12.0
-    for _ in range(20):
-        mid = (lo + hi) / 2
-        if _null_keep_rate(mid, max_samples, paths) > alpha:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 def sequential_bounds(rule: DecisionConfig, dof: int) -> float:
@@ -259,35 +287,40 @@ def sequential_verdict(
     rule: DecisionConfig,
     noise: Noise | None,
 ) -> Verdict:
-    """Decide after each new sample, candidate and incumbent measured interleaved.
+    """Decide after every sample, candidate and incumbent measured in turn.
 
-    `incumbent` holds the recent samples of the incumbent (up to max_samples, the ones
-    re-measured during this evaluation last); `fresh_incumbent` says how many of them were
-    taken during it. The statistic is t = gain of the means / standard error, with the
-    standard error from the pooled noise estimate; the estimated gain must also exceed
-    min_delta, the smallest gain worth keeping. A candidate is kept only after
-    at least one fresh incumbent sample, so that a drifting machine cannot turn an old
-    reference into a gain.
+    `incumbent` holds the incumbent's reference samples (up to max_samples, the ones taken
+    during this evaluation last); `fresh_incumbent` says how many of them were taken during
+    it. The statistic is z = gain of the means / its standard error, the standard error from
+    the pooled noise estimate. Keep when z crosses the calibrated efficacy boundary, the
+    estimated gain exceeds min_delta and at least one incumbent sample is fresh (so that a
+    drifting machine cannot turn an old reference into a gain). Drop when the candidate does
+    not look better at all, when it is confidently short of min_delta, when the projected
+    statistic falls below the futility bar, or after max_samples of each.
     """
     if not candidate or not incumbent:
         return Verdict.MORE
     k = len(candidate)
+    max_samples = rule.max_samples
     g = gain(estimate(candidate), estimate(incumbent), direction)
-    if g <= min_delta_abs(rule, estimate(incumbent)):
+    delta = min_delta_abs(rule, estimate(incumbent))
+    if g <= 0 or (g <= delta and (noise is None or noise.sigma <= 0)):
         return Verdict.DISCARD
     if noise is None or noise.sigma <= 0:
-        # No spread seen yet: nothing tells luck from gain but more samples.
-        return Verdict.MORE if k < rule.max_samples else Verdict.DISCARD
+        # Exact samples: nothing but drift is left to rule out.
+        return Verdict.KEEP if fresh_incumbent >= 1 else Verdict.MORE
     se = noise.sigma * math.sqrt(1 / k + 1 / len(incumbent))
     efficacy = sequential_bounds(rule, noise.dof)
-    if fresh_incumbent >= 1 and g / se >= efficacy:
+    z = g / se
+    if fresh_incumbent >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP
-    if k >= rule.max_samples:
+    if g + efficacy * se <= delta:
         return Verdict.DISCARD
-    if k > 1:
-        final_incumbent = min(len(incumbent) + rule.max_samples - k, rule.max_samples)
-        se_final = noise.sigma * math.sqrt(1 / rule.max_samples + 1 / final_incumbent)
-        if g / se_final < FUTILITY_SHARE * efficacy:
+    if k >= max_samples and fresh_incumbent >= max_samples:
+        return Verdict.DISCARD
+    if k >= 2:
+        bar = futility_share(k, max_samples) * efficacy
+        if z < bar * _projection(k, len(incumbent), max_samples):
             return Verdict.DISCARD
     return Verdict.MORE
 

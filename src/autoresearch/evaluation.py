@@ -203,22 +203,28 @@ class Evaluator:
                 if value is None:
                     return out
                 out.samples.append(value)
-            out.verdict = decide(
-                self.reference(),
-                out.samples,
-                self.direction,
-                self.rule,
-                noise=self.noise(out.samples),
-                fresh_incumbent=len(out.incumbent_samples),
-            )
+            out.verdict = self._decide(out)
             if out.verdict is not Verdict.MORE:
                 break
-            if self.rule.rule == "sequential" and not self._measure_incumbent(
-                iteration, candidate, out
-            ):
-                return out
+            if self.rule.rule == "sequential":
+                # The incumbent again; its fresh sample may already settle the question.
+                if not self._measure_incumbent(iteration, candidate, out):
+                    return out
+                out.verdict = self._decide(out)
+                if out.verdict is not Verdict.MORE:
+                    break
         self.groups[commit] = list(out.samples)
         return out
+
+    def _decide(self, out: Evaluation) -> Verdict:
+        return decide(
+            self.reference(),
+            out.samples,
+            self.direction,
+            self.rule,
+            noise=self.noise(out.samples),
+            fresh_incumbent=len(out.incumbent_samples),
+        )
 
     def _cap(self) -> int:
         if self.rule.rule == "sequential":
