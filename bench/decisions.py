@@ -4,7 +4,8 @@ Each campaign is a real git repository. `model.py` holds the list of changes app
 the true value of the code is `100 - sum(EFFECTS)` (lower is better). The proposer appends
 the next planned candidate, whose true effect is known (most neutral or harmful, some
 helpful); a neutral candidate is still a real change of the file. The metric command
-prints the true value plus noise. Every rule sees the same planned candidates.
+prints the true value plus noise. Every rule sees the same planned candidates, and the j-th
+measurement of a version of the code draws the same noise under every rule.
 
 For each noise scenario and rule it prints: attempts, metric runs, false keeps (kept with
 true effect <= 0, as a share of the candidates that are not better), missed improvements,
@@ -51,16 +52,21 @@ SCENARIOS = (
 GOAL_SCENARIOS = SCENARIOS[:2]
 
 METRIC = """\
-import json, math, os, random, sys
+import json, math, os, random, re, sys
 sys.dont_write_bytecode = True
 import model
 state = os.environ["BENCH_STATE"]
 with open(state) as f:
     s = json.load(f)
 s["runs"] += 1
+# The version measured: the last candidate in model.py (0: the start). The j-th measurement
+# of a version draws the same noise under every rule (common random numbers), so that the
+# rules are compared on the same luck, not only on the same candidates.
+version = (re.findall(r"# candidate ([0-9]+)", open("model.py").read()) or ["0"])[-1]
+j = s["per_version"][version] = s["per_version"].get(version, 0) + 1
 with open(state, "w") as f:
     json.dump(s, f)
-rng = random.Random(s["seed"] * 100003 + s["runs"])
+rng = random.Random(f"{s['seed']}/{version}/{j}")
 true = 100.0 - sum(model.EFFECTS)
 scale = s["sigma_pct"] / 100.0 * true
 if s["noise"] == "heavy":
@@ -138,7 +144,8 @@ def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
             json.dumps(
                 {
                     "runs": 0,
-                    "seed": zlib.crc32(f"{scenario.name}/{rule}/{campaign}".encode()),
+                    "per_version": {},
+                    "seed": zlib.crc32(f"{scenario.name}/{campaign}".encode()),
                     "noise": scenario.noise,
                     "sigma_pct": scenario.sigma_pct,
                     "drift_pct": scenario.drift_pct,

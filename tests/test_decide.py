@@ -142,6 +142,50 @@ def test_sequential_false_keep_rate_is_within_one_minus_confidence(
     assert kept / 3000 <= alpha + 3 * (alpha * (1 - alpha) / 3000) ** 0.5
 
 
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
+    confidence: float,
+) -> None:
+    """The carried-over start states are calibrated for references that earlier
+    evaluations left behind; a campaign of candidates with no true gain measures them."""
+    rule = DecisionConfig(rule="sequential", confidence=confidence, min_delta=0)
+    rng = random.Random(11)
+    noise = Noise(sigma=1.0, dof=200)
+    total = {"all": [0, 0], "full": [0, 0]}
+    reference = [rng.gauss(0, 1) for _ in range(REFERENCE_MIN)]
+    carried, fresh_start = 0, REFERENCE_MIN
+    for _ in range(6000):
+        fresh = fresh_start
+        candidate = [rng.gauss(0, 1)]
+        incumbent_next = True
+        while True:
+            verdict = decide(
+                reference[-rule.max_samples :], candidate, "minimize", rule, noise, fresh, carried
+            )
+            if verdict is not Verdict.MORE:
+                break
+            if incumbent_next:
+                reference.append(rng.gauss(0, 1))
+                fresh += 1
+            else:
+                candidate.append(rng.gauss(0, 1))
+            incumbent_next = not incumbent_next
+        reference = reference[-rule.max_samples :]
+        keys = ["all", "full"] if carried >= rule.max_samples else ["all"]
+        for key in keys:
+            total[key][0] += 1
+            total[key][1] += verdict is Verdict.KEEP
+        if verdict is Verdict.KEEP:
+            reference = [rng.gauss(0, 1) for _ in range(REFERENCE_MIN)]
+            carried, fresh_start = 0, REFERENCE_MIN
+        else:
+            carried, fresh_start = len(reference), 0
+    alpha = 1 - confidence
+    for attempts, kept in total.values():
+        assert attempts > 1000
+        assert kept / attempts <= alpha + 3 * (alpha * (1 - alpha) / attempts) ** 0.5
+
+
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
     rule = DecisionConfig(rule="sequential")
     harmful, harmful_runs = simulate(-1.0, rule, random.Random(2), 2000)
@@ -198,7 +242,7 @@ def replay(
     candidate = [-draws[pos]]
     incumbent_next = True
     original = decide_module.sequential_bounds
-    decide_module.sequential_bounds = lambda rule, dof: boundary  # type: ignore[assignment]
+    decide_module.sequential_bounds = lambda rule, dof, carried=0: boundary  # type: ignore[assignment]
     try:
         while True:
             verdict = decide_module.sequential_verdict(

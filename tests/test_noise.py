@@ -92,8 +92,9 @@ def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, cli: Run
         assert len(set(seen[0::2])) == 1
         if record.get("incumbent_samples"):
             assert len(set(seen[1::2])) == 1
-    keep = records[1]
-    assert [float(n) for i, n in runs if i == "1"][:3] == [5.0, 6.0, 5.0]
+    # A clear gain is kept within a few runs, after a fresh sample of the incumbent.
+    first = [float(n) for i, n in runs if i == "1"]
+    assert first[:2] == [5.0, 6.0] and len(first) <= 3
     keep = records[1]
     assert keep["incumbent_samples"], "a keep needs a fresh sample of the incumbent"
     worse = records[3]

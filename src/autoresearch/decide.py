@@ -161,16 +161,29 @@ def t_cdf(t: float, dof: int) -> float:
     return (lo + hi) / 2
 
 
+# A candidate that does not look better is dropped at once, except against a single
+# reference sample (right after a keep), where a real gain too often looks like none: there
+# it must look clearly worse (z below this).
+SINGLE_REFERENCE_DROP = -1.0
+
+
+def drop_bar(reference_samples: int) -> float:
+    return SINGLE_REFERENCE_DROP if reference_samples < 2 else 0.0
+
+
 # Futility: from the second candidate sample on, drop a candidate whose gain, projected to
 # max_samples, would reach less than this share of the efficacy boundary. The share rises
 # from the first value (second sample) to the second (last sample): early looks are noisy,
 # late ones have little left to learn.
-FUTILITY_SHARES = (0.5, 0.8)
+FUTILITY_SHARES = (0.5, 1.0)
 CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
 
 def futility_share(k: int, max_samples: int) -> float:
+    """The futility bar's share of the efficacy boundary at k candidate samples (0: none)."""
+    if k < 2:
+        return 0.0
     first, last = FUTILITY_SHARES
     if max_samples <= 2:
         return first
@@ -190,7 +203,8 @@ def _critical_boundary(draws: list[float], max_samples: int, carried: int, fresh
     the samples in the order the engine takes them: the reference (`carried` samples from
     earlier attempts, then `fresh` taken just now), the first candidate sample, then
     incumbent and candidate in turn. At every look the path is kept when z >= boundary (with
-    a fresh incumbent sample), dropped when z <= 0, at the last look, or when z falls below
+    a fresh incumbent sample), dropped when z <= drop_bar (0, or -1 against a
+    single reference sample), at the last look, or when z falls below
     the futility bar, which scales with the boundary. Kept(boundary) is monotone, so the
     path's critical boundary is the best look's min(z, futility headroom of earlier looks).
     """
@@ -209,12 +223,11 @@ def _critical_boundary(draws: list[float], max_samples: int, carried: int, fresh
         z = (ref_sum / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
         if fresh >= 1:
             best = max(best, min(z, headroom))
-        if z <= 0 or (k >= max_samples and fresh >= max_samples):
+        if z <= drop_bar(n) or (k >= max_samples and fresh >= max_samples):
             return best
-        if k >= 2:
-            headroom = min(
-                headroom, z / (futility_share(k, max_samples) * _projection(k, n, max_samples))
-            )
+        share = futility_share(k, max_samples)
+        if share > 0:
+            headroom = min(headroom, z / (share * _projection(k, n, max_samples)))
         if headroom <= best:
             return best
         if measure_incumbent:
@@ -230,40 +243,119 @@ def _critical_boundary(draws: list[float], max_samples: int, carried: int, fresh
         measure_incumbent = not measure_incumbent
 
 
-# The states a candidate's evaluation starts from: (reference samples carried over from
-# earlier attempts, fresh ones taken first). Right after a keep the reference is the new
-# incumbent's REFERENCE_MIN fresh samples; later it is carried over, up to max_samples.
-START_STATES = ((0, REFERENCE_MIN), (2, 0), (None, 0))
+def _null_attempt(
+    reference: list[float],
+    fresh: int,
+    draws: list[float],
+    pos: int,
+    boundary: float,
+    max_samples: int,
+) -> tuple[list[float], int, bool]:
+    """Evaluate a candidate with no true gain look by look at a fixed boundary, starting from
+    `reference` (the last `fresh` of it just taken); return the reference it leaves, the
+    next draw's index, and whether it was (wrongly) kept."""
+    scale = draws[0]
+    reference = list(reference)
+    cand_sum = draws[pos]
+    pos += 1
+    k = 1
+    measure_incumbent = True
+    while True:
+        n = len(reference)
+        z = (sum(reference) / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
+        if fresh >= 1 and z >= boundary:
+            return reference, pos, True
+        if z <= drop_bar(n) or (k >= max_samples and fresh >= max_samples):
+            return reference, pos, False
+        share = futility_share(k, max_samples)
+        if share > 0 and z < share * boundary * _projection(k, n, max_samples):
+            return reference, pos, False
+        if measure_incumbent:
+            reference = [*reference, draws[pos]][-max_samples:]
+            fresh += 1
+        else:
+            cand_sum += draws[pos]
+            k += 1
+        pos += 1
+        measure_incumbent = not measure_incumbent
 
 
-@lru_cache(maxsize=128)
-def calibrated_efficacy(max_samples: int, confidence: float, dof: int) -> float:
+class Start(Enum):
+    """Where a candidate's evaluation starts from, by the reference it inherits."""
+
+    AFTER_KEEP = "after keep"  # REFERENCE_MIN fresh samples of a newly kept incumbent
+    PARTIAL = "partial"  # fewer than max_samples carried over from earlier evaluations
+    FULL = "full"  # max_samples carried over
+
+
+def start_state(carried: int, max_samples: int) -> Start:
+    if carried <= 0:
+        return Start.AFTER_KEEP
+    return Start.FULL if carried >= max_samples else Start.PARTIAL
+
+
+# Null candidates evaluated before the calibrated one, as a campaign reaches each start
+# state: right after a keep none; with a partial reference one; with a full one several.
+PRIOR_ATTEMPTS = {Start.AFTER_KEEP: 0, Start.PARTIAL: 1, Start.FULL: 4}
+
+
+@lru_cache(maxsize=256)
+def calibrated_efficacy(
+    max_samples: int, confidence: float, dof: int, start: Start = Start.AFTER_KEEP
+) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability at most 1 - confidence under this very procedure: a look after every
     sample, interleaved incumbent samples, binding futility, and a noise estimate with
-    `dof` degrees of freedom. Each start state is simulated on its own fixed set of null
-    paths; the boundary is the strictest of them, so it is deterministic.
+    `dof` degrees of freedom.
+
+    Each start state has its own boundary, because the reference differs. Right after a
+    keep it is the new incumbent's fresh re-measurements. Later it was carried over from
+    earlier evaluations, which stopped when the comparison turned against their candidate,
+    more often when the incumbent's samples came out lucky, so it leans in the incumbent's
+    favour, the more so the more evaluations it outlived. The state is simulated as it
+    arises: a newly kept incumbent, then PRIOR_ATTEMPTS null candidates dropped in turn (the
+    first at the after-keep boundary, later ones at the partial one), then the calibrated
+    one; paths on which a prior candidate is kept never reach the state and are left out. Each
+    state has its own fixed set of paths, so the boundary is deterministic.
     """
     alpha = 1.0 - confidence
     # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
     # these paths does not overshoot on new ones.
     alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
-    allowed = int(alpha * CALIBRATION_PATHS)
-    boundary = 0.0
-    for index, (carried, fresh) in enumerate(START_STATES):
-        carried = max_samples if carried is None else min(carried, max_samples)
-        rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
-        width = carried + fresh + 2 * max_samples + 1
-        critical = []
-        for _ in range(CALIBRATION_PATHS):
-            scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
-            draws = [scale] + [rng.gauss(0.0, 1.0) for _ in range(width)]
-            critical.append(_critical_boundary(draws, max_samples, carried, fresh))
-        critical.sort(reverse=True)
-        # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
-        # `allowed` paths.
-        boundary = max(boundary, math.nextafter(critical[allowed], math.inf))
-    return boundary
+    index = list(Start).index(start)
+    rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
+    attempt_width = 2 * max_samples + 1
+    prior = PRIOR_ATTEMPTS[start]
+    boundaries = [
+        calibrated_efficacy(max_samples, confidence, dof, start_state(carried, max_samples))
+        for carried in (0, 1)[:prior]
+    ]
+    while len(boundaries) < prior:
+        boundaries.append(boundaries[-1])
+    critical = []
+    for _ in range(CALIBRATION_PATHS):
+        scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
+        draws = [scale] + [
+            rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)
+        ]
+        reference = draws[1 : 1 + REFERENCE_MIN]
+        pos, fresh, kept = 1 + REFERENCE_MIN, REFERENCE_MIN, False
+        for boundary in boundaries:
+            reference, pos, kept = _null_attempt(
+                reference, fresh, draws, pos, boundary, max_samples
+            )
+            fresh = 0
+            if kept:
+                break  # a new incumbent: this path never reaches the state
+        if kept:
+            continue
+        tail = [draws[0], *reference, *draws[pos : pos + attempt_width]]
+        critical.append(_critical_boundary(tail, max_samples, len(reference) - fresh, fresh))
+    critical.sort(reverse=True)
+    # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
+    # `allowed` paths.
+    allowed = int(alpha * len(critical))
+    return math.nextafter(critical[allowed], math.inf)
 
 
 DOF_STEPS = (3, 5, 8, 12, 20, 35, 60, 100, 1000)
@@ -274,9 +366,10 @@ def _dof_step(dof: int) -> int:
     return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
 
 
-def sequential_bounds(rule: DecisionConfig, dof: int) -> float:
+def sequential_bounds(rule: DecisionConfig, dof: int, carried: int = 0) -> float:
     """The efficacy boundary on the t statistic of the gain."""
-    return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof))
+    start = start_state(carried, rule.max_samples)
+    return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
 
 
 def sequential_verdict(
@@ -286,13 +379,15 @@ def sequential_verdict(
     direction: str,
     rule: DecisionConfig,
     noise: Noise | None,
+    carried: int = 0,
 ) -> Verdict:
     """Decide after every sample, candidate and incumbent measured in turn.
 
     `incumbent` holds the incumbent's reference samples (up to max_samples, the ones taken
     during this evaluation last); `fresh_incumbent` says how many of them were taken during
-    it. The statistic is z = gain of the means / its standard error, the standard error from
-    the pooled noise estimate. Keep when z crosses the calibrated efficacy boundary, the
+    it, and `carried` how many it had from earlier evaluations when this one began (0 right
+    after a keep). The statistic is z = gain of the means / its standard error, the standard
+    error from the pooled noise estimate. Keep when z crosses the calibrated efficacy boundary, the
     estimated gain exceeds min_delta and at least one incumbent sample is fresh (so that a
     drifting machine cannot turn an old reference into a gain). Drop when the candidate does
     not look better at all, when it is confidently short of min_delta, when the projected
@@ -304,24 +399,26 @@ def sequential_verdict(
     max_samples = rule.max_samples
     g = gain(estimate(candidate), estimate(incumbent), direction)
     delta = min_delta_abs(rule, estimate(incumbent))
-    if g <= 0 or (g <= delta and (noise is None or noise.sigma <= 0)):
-        return Verdict.DISCARD
     if noise is None or noise.sigma <= 0:
-        # Exact samples: nothing but drift is left to rule out.
+        # Exact samples: only min_delta and drift are left to rule out.
+        if g <= delta:
+            return Verdict.DISCARD
         return Verdict.KEEP if fresh_incumbent >= 1 else Verdict.MORE
-    se = noise.sigma * math.sqrt(1 / k + 1 / len(incumbent))
-    efficacy = sequential_bounds(rule, noise.dof)
+    n = len(incumbent)
+    se = noise.sigma * math.sqrt(1 / k + 1 / n)
+    # The boundary stays fixed through an evaluation, as calibrated: it follows the noise
+    # estimate's degrees of freedom before this evaluation's own samples joined it.
+    efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh_incumbent, carried)
     z = g / se
     if fresh_incumbent >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP
-    if g + efficacy * se <= delta:
+    if z <= drop_bar(n) or (delta > 0 and g + efficacy * se <= delta):
         return Verdict.DISCARD
     if k >= max_samples and fresh_incumbent >= max_samples:
         return Verdict.DISCARD
-    if k >= 2:
-        bar = futility_share(k, max_samples) * efficacy
-        if z < bar * _projection(k, len(incumbent), max_samples):
-            return Verdict.DISCARD
+    share = futility_share(k, max_samples)
+    if share > 0 and z < share * efficacy * _projection(k, n, max_samples):
+        return Verdict.DISCARD
     return Verdict.MORE
 
 
@@ -342,6 +439,7 @@ def decide(
     rule: DecisionConfig,
     noise: Noise | None = None,
     fresh_incumbent: int = 0,
+    carried: int = 0,
 ) -> Verdict:
     if not candidate or not incumbent:
         return Verdict.MORE
@@ -360,5 +458,7 @@ def decide(
         threshold = max(min_delta_abs(rule, estimate(incumbent)), 2 * sigma_delta)
         return Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD
     if rule.rule == "sequential":
-        return sequential_verdict(incumbent, candidate, fresh_incumbent, direction, rule, noise)
+        return sequential_verdict(
+            incumbent, candidate, fresh_incumbent, direction, rule, noise, carried
+        )
     raise ValueError(f"unknown decision rule {rule.rule!r}")

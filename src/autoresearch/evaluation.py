@@ -44,6 +44,7 @@ class Evaluation:
     reason: str = ""
     seconds: float = 0.0
     runs: int = 0
+    carried: int = 0  # reference samples earlier evaluations left when this one began
     cost_usd: float = 0.0  # what an LLM judge cost
     tokens_in: int = 0
     tokens_out: int = 0
@@ -99,6 +100,9 @@ class Evaluator:
         # in its favour (it was kept because they looked good), so comparisons use only
         # its later re-measurements.
         self.selected: dict[str, int] = {}
+        # How many of a commit's samples were taken when it was measured itself (as the
+        # baseline or as a candidate); the rest are re-measurements as the incumbent.
+        self.own: dict[str, int] = {}
         self.incumbent = ""
 
     # -- bookkeeping --------------------------------------------------------------------
@@ -110,6 +114,11 @@ class Evaluator:
             str(r["commit"]): len(r.get("samples") or [])
             for r in records
             if r.get("status") == "keep" and r.get("commit")
+        }
+        self.own = {
+            str(r["commit"]): len(r.get("samples") or [])
+            for r in records
+            if r.get("status") in ("keep", "baseline") and r.get("commit")
         }
         self.incumbent = incumbent
 
@@ -123,6 +132,11 @@ class Evaluator:
             unbiased = samples[self.selected.get(self.incumbent, 0) :]
             return unbiased[-self.rule.max_samples :]
         return samples
+
+    def carried(self) -> int:
+        """How many reference samples earlier candidates' evaluations left behind."""
+        remeasured = len(self.incumbent_samples()) - self.own.get(self.incumbent, 0)
+        return max(0, min(len(self.reference()), remeasured))
 
     def noise(self, extra: list[float] | None = None) -> Noise | None:
         groups = list(self.groups.values())
@@ -184,12 +198,14 @@ class Evaluator:
             out.samples.append(value)
         self.incumbent = commit
         self.groups[commit] = list(out.samples)
+        self.own[commit] = len(out.samples)
         return out
 
     def evaluate(self, iteration: int, candidate: Candidate, commit: str) -> Evaluation:
         """Measure the candidate (and re-measure the incumbent) until the rule decides."""
         out = Evaluation()
         first = samples_needed(self.rule) if self.rule.rule == "repeats" else 1
+        out.carried = self.carried()
         # A freshly kept incumbent has no unbiased sample yet: measure it first.
         while self.rule.rule == "sequential" and len(self.reference()) < REFERENCE_MIN:
             if not self._measure_incumbent(iteration, candidate, out):
@@ -224,6 +240,7 @@ class Evaluator:
             self.rule,
             noise=self.noise(out.samples),
             fresh_incumbent=len(out.incumbent_samples),
+            carried=out.carried,
         )
 
     def _cap(self) -> int:
@@ -252,5 +269,5 @@ class Evaluator:
 
     def promote(self, commit: str) -> None:
         """The candidate `commit` was kept: it is the incumbent from now on."""
-        self.selected[commit] = len(self.groups.get(commit, []))
+        self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
         self.incumbent = commit
