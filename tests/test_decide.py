@@ -13,6 +13,7 @@ from autoresearch.decide import (
     Noise,
     Verdict,
     _critical_boundary,
+    _NullPath,
     calibrated_efficacy,
     confidence_better,
     decide,
@@ -223,7 +224,8 @@ def test_calibration_shortcut_matches_the_procedure(carried: int, fresh: int) ->
         draws = [0.7 + 0.6 * rng.random()] + [
             rng.gauss(0, 1) for _ in range(carried + fresh + 2 * max_samples + 1)
         ]
-        critical = _critical_boundary(draws, max_samples, carried, fresh)
+        path = _NullPath(draws, draws[1 : 1 + carried + fresh], fresh, 1 + carried + fresh)
+        critical = _critical_boundary(path, max_samples)
         if critical <= 0:
             continue
         checked += 1

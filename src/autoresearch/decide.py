@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -196,88 +196,74 @@ def _projection(k: int, n: int, max_samples: int) -> float:
     return math.sqrt(1 / max_samples + 1 / final_n) / math.sqrt(1 / k + 1 / n)
 
 
-def _critical_boundary(draws: list[float], max_samples: int, carried: int, fresh: int) -> float:
+class _NullPath:
+    """A candidate with no true gain, measured in the engine's order from fixed draws.
+
+    `draws[0]` is the noise estimate's scale (s / sigma); the others are standard normal
+    samples taken in turn from `pos` on: the first candidate sample, then incumbent and
+    candidate alternately. `reference` is what the evaluation starts with, the last `fresh`
+    of it taken just now.
+    """
+
+    def __init__(self, draws: list[float], reference: list[float], fresh: int, pos: int):
+        self.draws = draws
+        self.reference = list(reference)
+        self.fresh = fresh
+        self.pos = pos
+
+    def looks(self, max_samples: int) -> Iterator[tuple[float, float]]:
+        """Yield (z, futility bar as a share of the boundary) at every look, until the path
+        stops whatever the boundary: z at or below the drop bar, or the last look."""
+        scale = self.draws[0]
+        cand_sum = self.draws[self.pos]
+        self.pos += 1
+        k = 1
+        measure_incumbent = True
+        while True:
+            n = len(self.reference)
+            z = (sum(self.reference) / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
+            yield z, futility_share(k, max_samples) * _projection(k, n, max_samples)
+            if z <= drop_bar(n) or (k >= max_samples and self.fresh >= max_samples):
+                return
+            value = self.draws[self.pos]
+            self.pos += 1
+            if measure_incumbent:
+                self.reference = [*self.reference, value][-max_samples:]
+                self.fresh += 1
+            else:
+                cand_sum += value
+                k += 1
+            measure_incumbent = not measure_incumbent
+
+
+def _critical_boundary(path: _NullPath, max_samples: int) -> float:
     """The largest efficacy boundary at which this null path would be kept (0: never).
 
-    `draws` holds the noise estimate's scale (s / sigma), then the standard normal draws of
-    the samples in the order the engine takes them: the reference (`carried` samples from
-    earlier attempts, then `fresh` taken just now), the first candidate sample, then
-    incumbent and candidate in turn. At every look the path is kept when z >= boundary (with
-    a fresh incumbent sample), dropped when z <= drop_bar (0, or -1 against a
-    single reference sample), at the last look, or when z falls below
-    the futility bar, which scales with the boundary. Kept(boundary) is monotone, so the
-    path's critical boundary is the best look's min(z, futility headroom of earlier looks).
+    A path is kept at a look when z >= boundary (with a fresh incumbent sample) and dropped
+    when z falls below the futility bar, which scales with the boundary. Kept(boundary) is
+    monotone, so the critical boundary is the best look's min(z, the futility headroom of
+    the looks before it).
     """
-    scale = draws[0]
-    reference = list(draws[1 : 1 + carried + fresh])
-    ref_sum = sum(reference)
-    pos = 1 + carried + fresh
-    cand_sum = draws[pos]
-    pos += 1
-    k = 1
     best = 0.0
     headroom = math.inf  # the largest boundary the earlier looks let through
-    measure_incumbent = True
-    while True:
-        n = len(reference)
-        z = (ref_sum / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
-        if fresh >= 1:
+    for z, bar in path.looks(max_samples):
+        if path.fresh >= 1:
             best = max(best, min(z, headroom))
-        if z <= drop_bar(n) or (k >= max_samples and fresh >= max_samples):
-            return best
-        share = futility_share(k, max_samples)
-        if share > 0:
-            headroom = min(headroom, z / (share * _projection(k, n, max_samples)))
+        if bar > 0:
+            headroom = min(headroom, z / bar)
         if headroom <= best:
-            return best
-        if measure_incumbent:
-            reference.append(draws[pos])
-            ref_sum += draws[pos]
-            if len(reference) > max_samples:
-                ref_sum -= reference.pop(0)
-            fresh += 1
-        else:
-            cand_sum += draws[pos]
-            k += 1
-        pos += 1
-        measure_incumbent = not measure_incumbent
+            break
+    return best
 
 
-def _null_attempt(
-    reference: list[float],
-    fresh: int,
-    draws: list[float],
-    pos: int,
-    boundary: float,
-    max_samples: int,
-) -> tuple[list[float], int, bool]:
-    """Evaluate a candidate with no true gain look by look at a fixed boundary, starting from
-    `reference` (the last `fresh` of it just taken); return the reference it leaves, the
-    next draw's index, and whether it was (wrongly) kept."""
-    scale = draws[0]
-    reference = list(reference)
-    cand_sum = draws[pos]
-    pos += 1
-    k = 1
-    measure_incumbent = True
-    while True:
-        n = len(reference)
-        z = (sum(reference) / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
-        if fresh >= 1 and z >= boundary:
-            return reference, pos, True
-        if z <= drop_bar(n) or (k >= max_samples and fresh >= max_samples):
-            return reference, pos, False
-        share = futility_share(k, max_samples)
-        if share > 0 and z < share * boundary * _projection(k, n, max_samples):
-            return reference, pos, False
-        if measure_incumbent:
-            reference = [*reference, draws[pos]][-max_samples:]
-            fresh += 1
-        else:
-            cand_sum += draws[pos]
-            k += 1
-        pos += 1
-        measure_incumbent = not measure_incumbent
+def _null_attempt(path: _NullPath, boundary: float, max_samples: int) -> bool:
+    """Evaluate the null path at a fixed boundary; whether it was (wrongly) kept."""
+    for z, bar in path.looks(max_samples):
+        if path.fresh >= 1 and z >= boundary:
+            return True
+        if z < bar * boundary:
+            return False
+    return False
 
 
 class Start(Enum):
@@ -326,31 +312,28 @@ def calibrated_efficacy(
     rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
     attempt_width = 2 * max_samples + 1
     prior = PRIOR_ATTEMPTS[start]
+    # The candidates before: the first right after the keep, the others partial.
     boundaries = [
-        calibrated_efficacy(max_samples, confidence, dof, start_state(carried, max_samples))
-        for carried in (0, 1)[:prior]
+        calibrated_efficacy(
+            max_samples, confidence, dof, Start.AFTER_KEEP if i == 0 else Start.PARTIAL
+        )
+        for i in range(prior)
     ]
-    while len(boundaries) < prior:
-        boundaries.append(boundaries[-1])
     critical = []
     for _ in range(CALIBRATION_PATHS):
         scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
         draws = [scale] + [
             rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)
         ]
-        reference = draws[1 : 1 + REFERENCE_MIN]
-        pos, fresh, kept = 1 + REFERENCE_MIN, REFERENCE_MIN, False
+        path = _NullPath(draws, draws[1 : 1 + REFERENCE_MIN], REFERENCE_MIN, 1 + REFERENCE_MIN)
+        kept = False
         for boundary in boundaries:
-            reference, pos, kept = _null_attempt(
-                reference, fresh, draws, pos, boundary, max_samples
-            )
-            fresh = 0
+            kept = _null_attempt(path, boundary, max_samples)
             if kept:
                 break  # a new incumbent: this path never reaches the state
-        if kept:
-            continue
-        tail = [draws[0], *reference, *draws[pos : pos + attempt_width]]
-        critical.append(_critical_boundary(tail, max_samples, len(reference) - fresh, fresh))
+            path.fresh = 0
+        if not kept:
+            critical.append(_critical_boundary(path, max_samples))
     critical.sort(reverse=True)
     # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
     # `allowed` paths.
