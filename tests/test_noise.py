@@ -260,3 +260,39 @@ def test_decision_config_errors(tmp_path: Path, cli: Runner) -> None:
         )
         result = cli(repo, "run")
         assert result.returncode == 2 and needle in result.stderr, (bad, result.stderr)
+
+
+def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
+    """On resume the evaluator rebuilds which incumbent samples are re-measurements (the
+    reference a candidate inherits) from the ledger alone."""
+    from autoresearch.config import DecisionConfig
+    from autoresearch.evaluation import Evaluator
+
+    records = [
+        {"iteration": 0, "status": "baseline", "commit": "b", "samples": [1, 2, 3, 4]},
+        {"iteration": 1, "status": "discard", "commit": "c1", "parent": "b", "samples": [5]},
+        {
+            "iteration": 2,
+            "status": "discard",
+            "commit": "c2",
+            "parent": "b",
+            "samples": [5, 6],
+            "incumbent_samples": [1.5],
+        },
+        {
+            "iteration": 3,
+            "status": "keep",
+            "commit": "c3",
+            "parent": "b",
+            "samples": [0.1, 0.2],
+            "incumbent_samples": [1.1],
+        },
+    ]
+    evaluator = Evaluator.__new__(Evaluator)
+    evaluator.rule = DecisionConfig(rule="sequential", max_samples=4)
+    evaluator.load(records[:3], "b")
+    # The baseline's own samples are a fresh reference, not one left behind by candidates.
+    assert evaluator.reference() == [2, 3, 4, 1.5] and evaluator.carried() == 1
+    evaluator.load(records, "c3")
+    # A newly kept incumbent: its own samples selected it, nothing is carried.
+    assert evaluator.reference() == [] and evaluator.carried() == 0
