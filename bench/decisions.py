@@ -13,6 +13,7 @@ the captured fraction of the available improvement (final true gain / sum of the
 candidates' effects) and the final true value.
 
     python bench/decisions.py [--campaigns 10] [--attempts 40] [--jobs 2]
+        [--scenarios all|goals|others] [--rules strict,...] [--noise-seed 0]
 """
 
 from __future__ import annotations
@@ -128,12 +129,13 @@ def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
     return plan
 
 
-def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
+def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
     from autoresearch.config import load_campaign
     from autoresearch.engine import Engine
     from autoresearch.ledger import Ledger
 
-    scenario, rule, campaign, attempts = job
+    scenario, rule, campaign, attempts, noise_seed = job
+    noise_key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
     plan = make_plan(scenario, campaign, attempts)
     with tempfile.TemporaryDirectory(prefix="ar-decisions-") as tmp:
         base = Path(tmp).resolve()
@@ -145,7 +147,7 @@ def run_campaign(job: tuple[Scenario, str, int, int]) -> dict[str, float]:
                 {
                     "runs": 0,
                     "per_version": {},
-                    "seed": zlib.crc32(f"{scenario.name}/{campaign}".encode()),
+                    "seed": zlib.crc32(noise_key.encode()),
                     "noise": scenario.noise,
                     "sigma_pct": scenario.sigma_pct,
                     "drift_pct": scenario.drift_pct,
@@ -203,22 +205,29 @@ def main() -> None:
         choices=("all", "goals", "others"),
         help="all; goals (the two Gaussian levels); others (heavy tails, drift)",
     )
+    parser.add_argument(
+        "--rules", default=",".join(RULES), help="comma-separated subset of " + ", ".join(RULES)
+    )
+    parser.add_argument(
+        "--noise-seed", type=int, default=0, help="other noise draws for the same candidates"
+    )
     args = parser.parse_args()
+    rules = [r for r in RULES if r in args.rules.split(",")]
     scenarios = {
         "all": SCENARIOS,
         "goals": GOAL_SCENARIOS,
         "others": SCENARIOS[len(GOAL_SCENARIOS) :],
     }[args.scenarios]
     jobs = [
-        (s, rule, c, args.attempts)
+        (s, rule, c, args.attempts, args.noise_seed)
         for s in scenarios
-        for rule in RULES
+        for rule in rules
         for c in range(args.campaigns)
     ]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(run_campaign, jobs))
     table: dict[tuple[str, str], dict[str, float]] = {}
-    for (scenario, rule, _, _), row in zip(jobs, results, strict=True):
+    for (scenario, rule, *_), row in zip(jobs, results, strict=True):
         total = table.setdefault((scenario.name, rule), {})
         for key, value in row.items():
             total[key] = total.get(key, 0.0) + value
@@ -233,7 +242,7 @@ def main() -> None:
     for scenario in scenarios:
         print(scenario.name)
         print(header)
-        for rule in RULES:
+        for rule in rules:
             t = table[(scenario.name, rule)]
             share = 100 * t["false_keeps"] / t["not_better"]
             fk = f"{int(t['false_keeps'])}/{int(t['not_better'])} ({share:.1f}%)"
@@ -242,6 +251,9 @@ def main() -> None:
                 f"{int(t['missed']):>5}/{int(t['helpful']):<5}{t['gain'] / t['available']:>10.3f}"
                 f"{t['final'] / args.campaigns:>9.2f}"
             )
+        if not {"sequential", "repeats", "strict"} <= set(rules):
+            print()
+            continue
         seq, rep, st = (table[(scenario.name, r)] for r in ("sequential", "repeats", "strict"))
         print(
             f"sequential vs repeats: {seq['runs'] / rep['runs']:.2f} of its metric runs, "
