@@ -175,7 +175,7 @@ def drop_bar(reference_samples: int) -> float:
 # max_samples, would reach less than this share of the efficacy boundary. The share rises
 # from the first value (second sample) to the second (last sample): early looks are noisy,
 # late ones have little left to learn.
-FUTILITY_SHARES = (0.5, 1.0)
+FUTILITY_SHARES = (0.55, 1.0)
 CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
