@@ -1,0 +1,203 @@
+"""The campaigns of bench/decisions.py in-process, over many noise draws.
+
+The real `Evaluator` and decision rules run unchanged; only the metric command (computed in
+Python with the very noise of bench/decisions.py's metric.py) and the git worktree are
+replaced, so a campaign takes milliseconds instead of a minute. It reproduces
+bench/decisions.py run for run, which leaves time for what one slow run cannot show: how
+much of a comparison between rules is the luck of one noise draw. For each scenario and rule
+it prints the mean over `--noise-seeds` draws of the same planned candidates, and how often
+`sequential` met each goal.
+
+    python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
+        [--scenarios all|goals|others]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import tomllib
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autoresearch.config import Campaign, parse_config
+from autoresearch.decide import Verdict
+from autoresearch.evaluation import Evaluator
+from autoresearch.executors import CommandSpec, Measurement
+from autoresearch.workspace import Candidate
+from decisions import CONFIG, GOAL_SCENARIOS, RULES, SCENARIOS, START, Scenario, make_plan
+
+
+class Replica:
+    """model.py, metric.py and the worktree of one simulated campaign, in memory.
+
+    It is the `Executor` (every run is metric.py's computation) and the part of the
+    `Workspace` the evaluator uses (showing the incumbent's files, settling back)."""
+
+    path = Path(".")
+
+    def __init__(self, scenario: Scenario, noise_key: str, attempts: int) -> None:
+        self.scenario = scenario
+        self.seed = zlib.crc32(noise_key.encode())
+        self.expected_runs = attempts * 3
+        self.runs = 0
+        self.per_version: dict[str, int] = {}
+        self.kept: list[tuple[int, float]] = []  # (candidate, true effect), as in model.py
+        self.candidate: tuple[int, float] | None = None
+        self.showing_incumbent = False
+
+    def settle(self) -> None:
+        self.showing_incumbent = False
+
+    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
+        self.showing_incumbent = True
+
+    def run(
+        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
+    ) -> Measurement:
+        lines = list(self.kept)
+        if self.candidate is not None and not self.showing_incumbent:
+            lines.append(self.candidate)
+        self.runs += 1
+        version = str(lines[-1][0]) if lines else "0"
+        j = self.per_version[version] = self.per_version.get(version, 0) + 1
+        rng = random.Random(f"{self.seed}/{version}/{j}")
+        true = 100.0 - sum(effect for _, effect in lines)
+        scale = self.scenario.sigma_pct / 100.0 * true
+        if self.scenario.noise == "heavy":
+            e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
+        else:
+            e = rng.gauss(0, 1)
+        drift = 1.0 + self.scenario.drift_pct / 100.0 * min(self.runs / self.expected_runs, 1.0)
+        value = float(f"{true * drift + scale * e:.6f}")  # what metric.py prints
+        return Measurement("ok", value, 0.0, "", log_stem)
+
+
+class _Unchanged:
+    def changed(self, campaign: Campaign, workspace: Path) -> None:
+        return None
+
+
+def run_campaign(
+    scenario: Scenario, rule: str, campaign: int, attempts: int, noise_seed: int = 0
+) -> dict[str, float]:
+    """One campaign of bench/decisions.py, with the same result row."""
+    plan = make_plan(scenario, campaign, attempts)
+    noise_key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
+    replica = Replica(scenario, noise_key, attempts)
+    text = CONFIG.format(
+        state="s", python="python", rule=rule, attempts=attempts, plan="p", proposer="p"
+    )
+    config = parse_config("bench", tomllib.loads(text))
+    nowhere = Path("/nonexistent")
+    evaluator = Evaluator(
+        Campaign(config, nowhere, nowhere),
+        replica,  # type: ignore[arg-type]
+        replica,
+        _Unchanged(),  # type: ignore[arg-type]
+        nowhere,
+        lambda *args, **kwargs: None,
+    )
+    runs = evaluator.baseline("c0").runs
+    kept: set[int] = set()
+    for i, effect in enumerate(plan, 1):
+        replica.candidate = (i, effect)
+        measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}")
+        runs += measured.runs
+        if measured.verdict is Verdict.KEEP and not measured.failure:
+            evaluator.promote(f"c{i}")
+            replica.kept.append((i, effect))
+            kept.add(i)
+        replica.candidate = None
+    gain = sum(effect for _, effect in replica.kept)
+    return {
+        "attempts": len(plan),
+        "runs": runs,
+        "false_keeps": sum(1 for i in kept if plan[i - 1] <= 0),
+        "not_better": sum(1 for e in plan if e <= 0),
+        "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),
+        "helpful": sum(1 for e in plan if e > 0),
+        "gain": gain,
+        "available": sum(e for e in plan if e > 0),
+        "final": START - gain,
+    }
+
+
+def totals(rows: list[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for row in rows:
+        for key, value in row.items():
+            total[key] = total.get(key, 0.0) + value
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaigns", type=int, default=20)
+    parser.add_argument("--attempts", type=int, default=40)
+    parser.add_argument("--noise-seeds", type=int, default=10)
+    parser.add_argument("--scenarios", default="all", choices=("all", "goals", "others"))
+    args = parser.parse_args()
+    scenarios = {
+        "all": SCENARIOS,
+        "goals": GOAL_SCENARIOS,
+        "others": SCENARIOS[len(GOAL_SCENARIOS) :],
+    }[args.scenarios]
+    print(
+        f"{args.campaigns} campaigns x {args.attempts} attempts, noise draws 0 to "
+        f"{args.noise_seeds - 1} (draw 0 is bench/decisions.py's); means over the draws\n"
+    )
+    for scenario in scenarios:
+        per_rule: dict[str, list[dict[str, float]]] = {}
+        for rule in RULES:
+            per_rule[rule] = [
+                totals(
+                    [
+                        run_campaign(scenario, rule, c, args.attempts, seed)
+                        for c in range(args.campaigns)
+                    ]
+                )
+                for seed in range(args.noise_seeds)
+            ]
+        report(scenario, per_rule)
+
+
+def captured(t: dict[str, float]) -> float:
+    return t["gain"] / t["available"]
+
+
+def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> None:
+    print(scenario.name)
+    print(f"{'rule':<11}{'runs':>8}{'false keeps':>13}{'captured':>10}  (min-max)")
+    for rule, draws in per_rule.items():
+        caps = [captured(t) for t in draws]
+        runs = statistics.fmean(t["runs"] for t in draws)
+        false_keeps = statistics.fmean(t["false_keeps"] / t["not_better"] for t in draws)
+        print(
+            f"{rule:<11}{runs:>8.0f}{100 * false_keeps:>12.1f}%{statistics.fmean(caps):>10.3f}"
+            f"  ({min(caps):.3f}-{max(caps):.3f})"
+        )
+    draws = list(zip(*(per_rule[r] for r in ("sequential", "repeats", "strict")), strict=True))
+
+    def share(test: Callable[[Any, Any, Any], bool]) -> str:
+        return f"{sum(1 for d in draws if test(*d))}/{len(draws)}"
+
+    print(
+        "sequential in how many draws: false keeps <= 5% "
+        + share(lambda s, r, t: s["false_keeps"] <= 0.05 * s["not_better"])
+        + ", runs <= half of repeats' "
+        + share(lambda s, r, t: s["runs"] <= 0.5 * r["runs"])
+        + ", captured >= repeats "
+        + share(lambda s, r, t: captured(s) >= captured(r))
+        + ", captured > strict "
+        + share(lambda s, r, t: captured(s) > captured(t))
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()

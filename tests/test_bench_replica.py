@@ -1,0 +1,22 @@
+"""bench/decisions_fast.py reproduces bench/decisions.py: same engine decisions, run for run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import decisions
+import decisions_fast
+
+
+@pytest.mark.parametrize("rule,scenario", [("sequential", 1), ("repeats", 3)])
+def test_replica_matches_the_engine(rule: str, scenario: int) -> None:
+    chosen = decisions.SCENARIOS[scenario]
+    engine = decisions.run_campaign((chosen, rule, 3, 8, 0))
+    replica = decisions_fast.run_campaign(chosen, rule, 3, 8)
+    assert replica == pytest.approx(engine)
+    assert engine["runs"] > 8  # the rule took repeated samples, so the match is telling
