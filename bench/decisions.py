@@ -12,8 +12,12 @@ true effect <= 0, as a share of the candidates that are not better), missed impr
 the captured fraction of the available improvement (final true gain / sum of the helpful
 candidates' effects) and the final true value.
 
-    python bench/decisions.py [--campaigns 10] [--attempts 40] [--jobs 2]
+    python bench/decisions.py [--campaigns 40] [--attempts 40] [--jobs 2]
         [--scenarios all|goals|others] [--rules strict,...] [--noise-seed 0]
+
+The default (40 campaigns, every scenario) takes about 50 minutes on 2 cores; with fewer
+campaigns the comparison between rules is mostly the luck of the noise draw, which
+bench/decisions_fast.py measures.
 """
 
 from __future__ import annotations
@@ -196,7 +200,7 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--campaigns", type=int, default=10)
+    parser.add_argument("--campaigns", type=int, default=40)
     parser.add_argument("--attempts", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
