@@ -240,7 +240,7 @@ def main() -> None:
         "the same planned candidates for every rule\n"
     )
     header = (
-        f"{'rule':<11}{'attempts':>9}{'runs':>7}{'false keeps':>16}{'missed':>11}"
+        f"{'rule':<11}{'attempts':>9}{'runs':>7}{'false keeps':>19}{'missed':>11}"
         f"{'captured':>10}{'final':>9}"
     )
     for scenario in scenarios:
@@ -251,7 +251,7 @@ def main() -> None:
             share = 100 * t["false_keeps"] / t["not_better"]
             fk = f"{int(t['false_keeps'])}/{int(t['not_better'])} ({share:.1f}%)"
             print(
-                f"{rule:<11}{int(t['attempts']):>9}{int(t['runs']):>7}{fk:>16}"
+                f"{rule:<11}{int(t['attempts']):>9}{int(t['runs']):>7}{fk:>19}"
                 f"{int(t['missed']):>5}/{int(t['helpful']):<5}{t['gain'] / t['available']:>10.3f}"
                 f"{t['final'] / args.campaigns:>9.2f}"
             )
