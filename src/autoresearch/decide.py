@@ -187,7 +187,7 @@ def futility_share(k: int, max_samples: int) -> float:
     first, last = FUTILITY_SHARES
     if max_samples <= 2:
         return first
-    return first + (last - first) * max(k - 2, 0) / (max_samples - 2)
+    return first + (last - first) * (k - 2) / (max_samples - 2)
 
 
 def _projection(k: int, n: int, max_samples: int) -> float:
@@ -257,13 +257,17 @@ def _critical_boundary(path: _NullPath, max_samples: int) -> float:
 
 
 def _null_attempt(path: _NullPath, boundary: float, max_samples: int) -> bool:
-    """Evaluate the null path at a fixed boundary; whether it was (wrongly) kept."""
+    """Evaluate the null path's candidate at a fixed boundary; whether it was (wrongly)
+    kept. The next candidate inherits the reference, with no fresh sample."""
+    kept = False
     for z, bar in path.looks(max_samples):
         if path.fresh >= 1 and z >= boundary:
-            return True
+            kept = True
+            break
         if z < bar * boundary:
-            return False
-    return False
+            break
+    path.fresh = 0
+    return kept
 
 
 class Start(Enum):
@@ -326,13 +330,8 @@ def calibrated_efficacy(
             rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)
         ]
         path = _NullPath(draws, draws[1 : 1 + REFERENCE_MIN], REFERENCE_MIN, 1 + REFERENCE_MIN)
-        kept = False
-        for boundary in boundaries:
-            kept = _null_attempt(path, boundary, max_samples)
-            if kept:
-                break  # a new incumbent: this path never reaches the state
-            path.fresh = 0
-        if not kept:
+        # A prior candidate kept makes a new incumbent: the path never reaches the state.
+        if not any(_null_attempt(path, boundary, max_samples) for boundary in boundaries):
             critical.append(_critical_boundary(path, max_samples))
     critical.sort(reverse=True)
     # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
