@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -93,13 +94,43 @@ def test_confidence_better() -> None:
     assert confidence_better([1.0], [2.0], "minimize", None) is None
 
 
+def evaluate_in_turn(
+    reference: list[float],
+    fresh: int,
+    draw: Callable[[bool], float],
+    rule: DecisionConfig,
+    noise_of: Callable[[list[float], list[float]], Noise | None],
+    carried: int = 0,
+) -> tuple[Verdict, int]:
+    """Evaluate one candidate the way the engine does: a look after every sample, candidate
+    and incumbent in turn. `draw(incumbent)` measures one side; `reference` grows in place.
+    Returns the verdict and how many samples the evaluation took."""
+    candidate = [draw(False)]
+    taken = 1
+    incumbent_next = True
+    while True:
+        noise = noise_of(reference, candidate)
+        verdict = decide(
+            reference[-rule.max_samples :], candidate, "minimize", rule, noise, fresh, carried
+        )
+        if verdict is not Verdict.MORE:
+            return verdict, taken
+        if incumbent_next:
+            reference.append(draw(True))
+            fresh += 1
+        else:
+            candidate.append(draw(False))
+        incumbent_next = not incumbent_next
+        taken += 1
+
+
 def simulate(
     effect: float, rule: DecisionConfig, rng: random.Random, n: int, carried: int = 4
 ) -> tuple[int, float]:
-    """Evaluate `n` candidates with true gain `effect` (sigma = 1) the way the engine does:
-    a look after every sample, candidate and incumbent in turn. The reference starts with
-    `carried` samples from earlier attempts, or (0) with REFERENCE_MIN fresh ones, as right
-    after a keep.
+    """Evaluate `n` candidates with true gain `effect` (sigma = 1). The reference starts
+    with `carried` fresh, unbiased samples, or (0) with REFERENCE_MIN taken just now; either
+    way the rule is told it starts right after a keep, the state whose boundary is
+    calibrated on unbiased references.
 
     Returns how many were kept and the mean number of metric runs per candidate.
     """
@@ -110,23 +141,14 @@ def simulate(
         history = [[rng.gauss(0, 1) for _ in range(4)] for _ in range(3)]
         fresh = 0 if carried else REFERENCE_MIN
         incumbent = [rng.gauss(10, 1) for _ in range(carried or fresh)]
-        candidate = [rng.gauss(10 - effect, 1)]
-        runs += 1 + fresh
-        incumbent_next = True
-        while True:
-            noise = pooled_noise([*history, incumbent, candidate])
-            verdict = decide(
-                incumbent[-rule.max_samples :], candidate, "minimize", rule, noise, fresh
-            )
-            if verdict is not Verdict.MORE:
-                break
-            if incumbent_next:
-                incumbent.append(rng.gauss(10, 1))
-                fresh += 1
-            else:
-                candidate.append(rng.gauss(10 - effect, 1))
-            incumbent_next = not incumbent_next
-            runs += 1
+        verdict, taken = evaluate_in_turn(
+            incumbent,
+            fresh,
+            lambda is_incumbent: rng.gauss(10 if is_incumbent else 10 - effect, 1),
+            rule,
+            lambda ref, cand, past=history: pooled_noise([*past, ref, cand]),
+        )
+        runs += fresh + taken
         kept += verdict is Verdict.KEEP
     return kept, runs / n
 
@@ -156,21 +178,14 @@ def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
     reference = [rng.gauss(0, 1) for _ in range(REFERENCE_MIN)]
     carried, fresh_start = 0, REFERENCE_MIN
     for _ in range(6000):
-        fresh = fresh_start
-        candidate = [rng.gauss(0, 1)]
-        incumbent_next = True
-        while True:
-            verdict = decide(
-                reference[-rule.max_samples :], candidate, "minimize", rule, noise, fresh, carried
-            )
-            if verdict is not Verdict.MORE:
-                break
-            if incumbent_next:
-                reference.append(rng.gauss(0, 1))
-                fresh += 1
-            else:
-                candidate.append(rng.gauss(0, 1))
-            incumbent_next = not incumbent_next
+        verdict, _ = evaluate_in_turn(
+            reference,
+            fresh_start,
+            lambda _: rng.gauss(0, 1),
+            rule,
+            lambda *_: noise,
+            carried,
+        )
         reference = reference[-rule.max_samples :]
         keys = ["all", "full"] if carried >= rule.max_samples else ["all"]
         for key in keys:
@@ -213,12 +228,24 @@ def test_sequential_drops_a_gain_confidently_below_min_delta() -> None:
 
 
 @pytest.mark.parametrize("carried,fresh", [(0, REFERENCE_MIN), (2, 0), (8, 0)])
-def test_calibration_shortcut_matches_the_procedure(carried: int, fresh: int) -> None:
+def test_calibration_shortcut_matches_the_procedure(
+    carried: int, fresh: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each null path's critical boundary (computed in one pass) is exactly where the
     look-by-look procedure switches from keeping it to dropping it."""
     max_samples = 8
     rng = random.Random(carried * 10 + fresh)
     rule = DecisionConfig(rule="sequential", max_samples=max_samples, min_delta=0)
+
+    def replay(draws: list[float], boundary: float) -> Verdict:
+        monkeypatch.setattr(decide_module, "sequential_bounds", lambda *_: boundary)
+        rest = iter(draws[1 + carried + fresh :])
+        noise = Noise(sigma=draws[0], dof=1000)
+        verdict, _ = evaluate_in_turn(
+            draws[1 : 1 + carried + fresh], fresh, lambda _: next(rest), rule, lambda *_: noise
+        )
+        return verdict
+
     checked = 0
     for _ in range(300):
         draws = [0.7 + 0.6 * rng.random()] + [
@@ -229,38 +256,9 @@ def test_calibration_shortcut_matches_the_procedure(carried: int, fresh: int) ->
         if critical <= 0:
             continue
         checked += 1
-        assert replay(draws, rule, carried, fresh, critical * (1 - 1e-9)) is Verdict.KEEP
-        assert replay(draws, rule, carried, fresh, critical * (1 + 1e-6)) is Verdict.DISCARD
+        assert replay(draws, critical * (1 - 1e-9)) is Verdict.KEEP
+        assert replay(draws, critical * (1 + 1e-6)) is Verdict.DISCARD
     assert checked > 20
-
-
-def replay(
-    draws: list[float], rule: DecisionConfig, carried: int, fresh: int, boundary: float
-) -> Verdict:
-    """Run `sequential_verdict` over the draws in the engine's order with a fixed boundary."""
-    noise = Noise(sigma=draws[0], dof=1000)
-    reference = [-x for x in draws[1 : 1 + carried + fresh]]  # minimize: gain = ref - cand
-    pos = 1 + carried + fresh
-    candidate = [-draws[pos]]
-    incumbent_next = True
-    original = decide_module.sequential_bounds
-    decide_module.sequential_bounds = lambda rule, dof, carried=0: boundary  # type: ignore[assignment]
-    try:
-        while True:
-            verdict = decide_module.sequential_verdict(
-                reference[-rule.max_samples :], candidate, fresh, "maximize", rule, noise
-            )
-            if verdict is not Verdict.MORE:
-                return verdict
-            pos += 1
-            if incumbent_next:
-                reference.append(-draws[pos])
-                fresh += 1
-            else:
-                candidate.append(-draws[pos])
-            incumbent_next = not incumbent_next
-    finally:
-        decide_module.sequential_bounds = original  # type: ignore[assignment]
 
 
 def test_calibrated_boundary_is_deterministic_and_orders_with_confidence() -> None:
