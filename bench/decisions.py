@@ -23,7 +23,9 @@ bench/decisions_fast.py measures.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import os
 import random
 import sys
@@ -56,31 +58,57 @@ SCENARIOS = (
 )
 GOAL_SCENARIOS = SCENARIOS[:2]
 
-METRIC = """\
-import json, math, os, random, re, sys
-sys.dont_write_bytecode = True
-import model
+
+def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: int) -> dict:
+    """What the metric needs to draw a campaign's noise, and its counters."""
+    key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
+    return {
+        "runs": 0,
+        "per_version": {},
+        "seed": zlib.crc32(key.encode()),
+        "noise": scenario.noise,
+        "sigma_pct": scenario.sigma_pct,
+        "drift_pct": scenario.drift_pct,
+        "expected_runs": attempts * 3,
+    }
+
+
+def measurement(s: dict, version: str, effects: list) -> float:
+    """One metric run of code whose changes have these true effects: its true value plus
+    noise plus drift, as printed. The j-th measurement of a version draws the same noise
+    under every rule (common random numbers), so that the rules are compared on the same
+    luck, not only on the same candidates. Counts the run in `s`."""
+    s["runs"] += 1
+    j = s["per_version"][version] = s["per_version"].get(version, 0) + 1
+    rng = random.Random(f"{s['seed']}/{version}/{j}")
+    true = 100.0 - sum(effects)
+    scale = s["sigma_pct"] / 100.0 * true
+    if s["noise"] == "heavy":
+        e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
+    else:
+        e = rng.gauss(0, 1)
+    drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
+    return float(f"{true * drift + scale * e:.6f}")
+
+
+# metric.py: `measurement` itself, on the state file; the version measured is the last
+# candidate in model.py (0: the start).
+METRIC = (
+    "import json, math, os, random, re, sys\n"
+    "sys.dont_write_bytecode = True\n"
+    "import model\n\n"
+    + inspect.getsource(measurement)
+    + """
 state = os.environ["BENCH_STATE"]
 with open(state) as f:
     s = json.load(f)
-s["runs"] += 1
-# The version measured: the last candidate in model.py (0: the start). The j-th measurement
-# of a version draws the same noise under every rule (common random numbers), so that the
-# rules are compared on the same luck, not only on the same candidates.
 version = (re.findall(r"# candidate ([0-9]+)", open("model.py").read()) or ["0"])[-1]
-j = s["per_version"][version] = s["per_version"].get(version, 0) + 1
+value = measurement(s, version, model.EFFECTS)
 with open(state, "w") as f:
     json.dump(s, f)
-rng = random.Random(f"{s['seed']}/{version}/{j}")
-true = 100.0 - sum(model.EFFECTS)
-scale = s["sigma_pct"] / 100.0 * true
-if s["noise"] == "heavy":
-    e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
-else:
-    e = rng.gauss(0, 1)
-drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
-print(f"value: {true * drift + scale * e:.6f}")
+print(f"value: {value:.6f}")
 """
+)
 
 PROPOSER = """\
 import json, os, sys
@@ -139,26 +167,13 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
     from autoresearch.ledger import Ledger
 
     scenario, rule, campaign, attempts, noise_seed = job
-    noise_key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
     plan = make_plan(scenario, campaign, attempts)
     with tempfile.TemporaryDirectory(prefix="ar-decisions-") as tmp:
         base = Path(tmp).resolve()
         repo = base / "repo"
         repo.mkdir()
         state = base / "state.json"
-        state.write_text(
-            json.dumps(
-                {
-                    "runs": 0,
-                    "per_version": {},
-                    "seed": zlib.crc32(noise_key.encode()),
-                    "noise": scenario.noise,
-                    "sigma_pct": scenario.sigma_pct,
-                    "drift_pct": scenario.drift_pct,
-                    "expected_runs": attempts * 3,
-                }
-            )
-        )
+        state.write_text(json.dumps(noise_state(scenario, campaign, attempts, noise_seed)))
         (base / "plan.json").write_text(json.dumps(plan))
         (base / "propose.py").write_text(PROPOSER)
         (repo / "model.py").write_text("EFFECTS = []\n")

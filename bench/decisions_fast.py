@@ -15,11 +15,8 @@ it prints the mean over `--noise-seeds` draws of the same planned candidates, an
 from __future__ import annotations
 
 import argparse
-import math
-import random
 import statistics
 import tomllib
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,23 +26,29 @@ from autoresearch.decide import Verdict
 from autoresearch.evaluation import Evaluator
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.workspace import Candidate
-from decisions import CONFIG, GOAL_SCENARIOS, RULES, SCENARIOS, START, Scenario, make_plan
+from decisions import (
+    CONFIG,
+    GOAL_SCENARIOS,
+    RULES,
+    SCENARIOS,
+    START,
+    Scenario,
+    make_plan,
+    measurement,
+    noise_state,
+)
 
 
 class Replica:
     """model.py, metric.py and the worktree of one simulated campaign, in memory.
 
-    It is the `Executor` (every run is metric.py's computation) and the part of the
+    It is the `Executor` (every run is metric.py's `measurement`) and the part of the
     `Workspace` the evaluator uses (showing the incumbent's files, settling back)."""
 
     path = Path(".")
 
-    def __init__(self, scenario: Scenario, noise_key: str, attempts: int) -> None:
-        self.scenario = scenario
-        self.seed = zlib.crc32(noise_key.encode())
-        self.expected_runs = attempts * 3
-        self.runs = 0
-        self.per_version: dict[str, int] = {}
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
         self.kept: list[tuple[int, float]] = []  # (candidate, true effect), as in model.py
         self.candidate: tuple[int, float] | None = None
         self.showing_incumbent = False
@@ -62,18 +65,8 @@ class Replica:
         lines = list(self.kept)
         if self.candidate is not None and not self.showing_incumbent:
             lines.append(self.candidate)
-        self.runs += 1
         version = str(lines[-1][0]) if lines else "0"
-        j = self.per_version[version] = self.per_version.get(version, 0) + 1
-        rng = random.Random(f"{self.seed}/{version}/{j}")
-        true = 100.0 - sum(effect for _, effect in lines)
-        scale = self.scenario.sigma_pct / 100.0 * true
-        if self.scenario.noise == "heavy":
-            e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
-        else:
-            e = rng.gauss(0, 1)
-        drift = 1.0 + self.scenario.drift_pct / 100.0 * min(self.runs / self.expected_runs, 1.0)
-        value = float(f"{true * drift + scale * e:.6f}")  # what metric.py prints
+        value = measurement(self.state, version, [effect for _, effect in lines])
         return Measurement("ok", value, 0.0, "", log_stem)
 
 
@@ -87,8 +80,7 @@ def run_campaign(
 ) -> dict[str, float]:
     """One campaign of bench/decisions.py, with the same result row."""
     plan = make_plan(scenario, campaign, attempts)
-    noise_key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
-    replica = Replica(scenario, noise_key, attempts)
+    replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = CONFIG.format(
         state="s", python="python", rule=rule, attempts=attempts, plan="p", proposer="p"
     )
