@@ -213,11 +213,18 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
         }
 
 
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--campaigns", type=int, default=40)
-    parser.add_argument("--attempts", type=int, default=40)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--campaigns", type=positive, default=40)
+    parser.add_argument("--attempts", type=positive, default=40)
+    parser.add_argument("--jobs", type=positive, default=os.cpu_count() or 2)
     parser.add_argument(
         "--scenarios",
         default="all",
@@ -231,6 +238,11 @@ def main() -> None:
         "--noise-seed", type=int, default=0, help="other noise draws for the same candidates"
     )
     args = parser.parse_args()
+    unknown = set(args.rules.split(",")) - set(RULES)
+    if unknown:
+        parser.error(
+            f"--rules: unknown {', '.join(sorted(unknown))}; choose from {', '.join(RULES)}"
+        )
     rules = [r for r in RULES if r in args.rules.split(",")]
     scenarios = {
         "all": SCENARIOS,

@@ -36,6 +36,7 @@ from decisions import (
     make_plan,
     measurement,
     noise_state,
+    positive,
 )
 
 
@@ -129,9 +130,9 @@ def totals(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--campaigns", type=int, default=20)
-    parser.add_argument("--attempts", type=int, default=40)
-    parser.add_argument("--noise-seeds", type=int, default=10)
+    parser.add_argument("--campaigns", type=positive, default=20)
+    parser.add_argument("--attempts", type=positive, default=40)
+    parser.add_argument("--noise-seeds", type=positive, default=10)
     parser.add_argument("--scenarios", default="all", choices=("all", "goals", "others"))
     args = parser.parse_args()
     scenarios = {
