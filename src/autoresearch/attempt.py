@@ -1,0 +1,293 @@
+"""The vocabulary of a campaign: statuses, the attempt record, the incumbent.
+
+An attempt record is what the ledger stores, one JSON object per line. `AttemptRecord`
+reads every ledger written so far and writes exactly the keys they carry: a key that a
+record of that kind never had is left out, never written as null.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    """How an attempt ended. The strings are the ledger's and the CLI's."""
+
+    BASELINE = "baseline"
+    KEEP = "keep"
+    DISCARD = "discard"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    GUARD_FAILED = "guard_failed"
+    SCOPE_VIOLATION = "scope_violation"
+    NO_CHANGE = "no_change"
+    TAMPERED = "tampered"
+    PROPOSER_FAILED = "proposer_failed"
+    EDIT_REFUSED = "edit_refused"
+    INTERRUPTED = "interrupted"
+    CHECKOUT_CHANGED = "checkout_changed"
+
+    @property
+    def halts(self) -> bool:
+        """The campaign stops at once: the judge or the user's checkout is not what it was."""
+        return self in (Status.TAMPERED, Status.CHECKOUT_CHANGED)
+
+    @property
+    def sets_best(self) -> bool:
+        """The attempt's commit is the incumbent afterwards."""
+        return self in (Status.BASELINE, Status.KEEP)
+
+    @property
+    def counts_toward_plateau(self) -> bool:
+        """An attempt that was seen through and did not move the best. An interrupted
+        attempt says nothing about the search, so it neither counts nor breaks a streak."""
+        return not self.sets_best and self is not Status.INTERRUPTED
+
+    @property
+    def is_failure(self) -> bool:
+        """Something went wrong (as opposed to a measured change that was not better)."""
+        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD, Status.NO_CHANGE)
+
+    @property
+    def measured(self) -> bool:
+        """The metric ran on the candidate (its number may still be missing: a crash)."""
+        return self in (
+            Status.BASELINE,
+            Status.KEEP,
+            Status.DISCARD,
+            Status.CRASH,
+            Status.TIMEOUT,
+            Status.GUARD_FAILED,
+        )
+
+    @property
+    def rolls_back_unmeasured(self) -> bool:
+        """Decided by screening what the proposer did, before any measurement."""
+        return self in (
+            Status.SCOPE_VIOLATION,
+            Status.NO_CHANGE,
+            Status.TAMPERED,
+            Status.PROPOSER_FAILED,
+            Status.EDIT_REFUSED,
+            Status.CHECKOUT_CHANGED,
+        )
+
+    @property
+    def shows_reason(self) -> bool:
+        """The record's reason explains the status (a keep or discard needs none)."""
+        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds spent per step. `total` is absent on the baseline record."""
+
+    propose: float = 0.0
+    measure: float = 0.0
+    guard: float = 0.0
+    engine: float = 0.0
+    total: float | None = None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What an LLM cost: the proposer's or the judge's."""
+
+    usd: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.usd, self.tokens_in, self.tokens_out))
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One line of the ledger.
+
+    `delta` and `best` belong to attempts the engine saw through (`closed`); the baseline
+    and an attempt found in flight after a crash carry neither.
+    """
+
+    iteration: int
+    status: Status
+    metric: float | None = None
+    commit: str | None = None
+    parent: str | None = None
+    files: tuple[str, ...] = ()
+    description: str = ""
+    reason: str | None = None
+    note: str | None = None
+    diffstat: str | None = None
+    proposer_output: str | None = None
+    params: dict[str, Any] | None = None
+    cost: Cost = Cost()
+    judge_cost: Cost = Cost()
+    samples: tuple[float, ...] | None = None
+    incumbent_samples: tuple[float, ...] | None = None
+    metric_runs: int | None = None
+    previous_best: float | None = None
+    closed: bool = False
+    delta: float | None = None
+    best: float | None = None
+    timings: Timings | None = None
+    utc: str | None = None
+    prev_hash: str | None = None
+    # Keys this version does not know (a newer writer's), kept so nothing read is lost.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # -- reading ------------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AttemptRecord:
+        known = dict(data)
+
+        def take(key: str) -> Any:
+            return known.pop(key, None)
+
+        def samples(key: str) -> tuple[float, ...] | None:
+            value = take(key)
+            return None if value is None else tuple(float(v) for v in value)
+
+        def cost(prefix: str) -> Cost:
+            return Cost(
+                _opt_float(take(f"{prefix}cost_usd")),
+                _opt_int(take(f"{prefix}tokens_in")),
+                _opt_int(take(f"{prefix}tokens_out")),
+            )
+
+        closed = "best" in known or "delta" in known
+        timing_keys = ("propose_seconds", "measure_seconds", "guard_seconds", "engine_seconds")
+        has_timings = any(k in known for k in timing_keys)
+        timings = (
+            Timings(
+                float(take("propose_seconds") or 0.0),
+                float(take("measure_seconds") or 0.0),
+                float(take("guard_seconds") or 0.0),
+                float(take("engine_seconds") or 0.0),
+                _opt_float(take("total_seconds")),
+            )
+            if has_timings
+            else None
+        )
+        record = cls(
+            iteration=int(take("iteration") or 0),
+            status=Status(str(take("status"))),
+            metric=_opt_float(take("metric")),
+            commit=take("commit"),
+            parent=take("parent"),
+            files=tuple(str(f) for f in take("files") or ()),
+            description=str(take("description") or ""),
+            reason=take("reason"),
+            note=take("note"),
+            diffstat=take("diffstat"),
+            proposer_output=take("proposer_output"),
+            params=take("params"),
+            cost=cost(""),
+            judge_cost=cost("judge_"),
+            samples=samples("samples"),
+            incumbent_samples=samples("incumbent_samples"),
+            metric_runs=_opt_int(take("metric_runs")),
+            previous_best=_opt_float(take("previous_best")),
+            closed=closed,
+            delta=_opt_float(take("delta")),
+            best=_opt_float(take("best")),
+            timings=timings,
+            utc=take("utc"),
+            prev_hash=take("prev_hash"),
+        )
+        return replace(record, extra=known) if known else record
+
+    # -- writing ------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The ledger object, keys in a fixed order; `prev_hash` is the ledger's to add."""
+        out: dict[str, Any] = {
+            "iteration": self.iteration,
+            "status": str(self.status),
+            "metric": self.metric,
+            "commit": self.commit,
+            "parent": self.parent,
+            "files": list(self.files),
+            "description": self.description,
+        }
+        optional: list[tuple[str, Any]] = [
+            ("cost_usd", self.cost.usd),
+            ("tokens_in", self.cost.tokens_in),
+            ("tokens_out", self.cost.tokens_out),
+            ("proposer_output", self.proposer_output),
+            ("params", self.params or None),
+            ("note", self.note),
+            ("diffstat", self.diffstat),
+            ("samples", None if self.samples is None else list(self.samples)),
+            (
+                "incumbent_samples",
+                list(self.incumbent_samples) if self.incumbent_samples else None,
+            ),
+            ("metric_runs", self.metric_runs),
+            ("judge_cost_usd", self.judge_cost.usd),
+            ("judge_tokens_in", self.judge_cost.tokens_in),
+            ("judge_tokens_out", self.judge_cost.tokens_out),
+            ("reason", self.reason),
+            ("previous_best", self.previous_best),
+        ]
+        out.update((k, v) for k, v in optional if v is not None)
+        if self.closed:
+            out["delta"] = self.delta
+            out["best"] = self.best
+        if self.timings is not None:
+            out["propose_seconds"] = self.timings.propose
+            out["measure_seconds"] = self.timings.measure
+            out["guard_seconds"] = self.timings.guard
+            out["engine_seconds"] = self.timings.engine
+            if self.timings.total is not None:
+                out["total_seconds"] = self.timings.total
+        if self.utc is not None:
+            out["utc"] = self.utc
+        out.update(self.extra)
+        return out
+
+    # -- reading helpers ----------------------------------------------------------------
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of a ledger key, as `to_json` would write it (for generic readers)."""
+        return self.to_json().get(key, default)
+
+    @property
+    def cost_usd(self) -> float:
+        """Proposer and judge cost together."""
+        return float(self.cost.usd or 0.0) + float(self.judge_cost.usd or 0.0)
+
+    @property
+    def tokens(self) -> tuple[int, int]:
+        """Tokens in and out, proposer and judge together."""
+        return (
+            (self.cost.tokens_in or 0) + (self.judge_cost.tokens_in or 0),
+            (self.cost.tokens_out or 0) + (self.judge_cost.tokens_out or 0),
+        )
+
+
+FIELD_NAMES = tuple(f.name for f in fields(AttemptRecord))
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """The best kept version of the code: the commit the campaign branch points at."""
+
+    commit: str
+    tree: str
+    metric: float | None
+
+
+def _opt_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,79 @@
+"""The attempt record reads every ledger written so far and writes exactly its keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoresearch.attempt import AttemptRecord, Status
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ledger_v1"
+LEDGERS = ["ledger.jsonl", "toy_full.jsonl", "sequential.jsonl"]
+
+
+def lines(name: str) -> list[dict[str, object]]:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name", LEDGERS)
+def test_old_ledger_lines_round_trip_byte_for_byte(name: str) -> None:
+    for data in lines(name):
+        record = AttemptRecord.from_json(data)
+        assert record.prev_hash == data.pop("prev_hash")
+        again = record.to_json()
+        assert set(again) == set(data)
+        # Same values, and the same line once the keys are put in the same order.
+        assert json.dumps({k: again[k] for k in data}) == json.dumps(data)
+
+
+def test_fixture_ledgers_cover_every_common_status() -> None:
+    seen = {AttemptRecord.from_json(d).status for n in LEDGERS for d in lines(n)}
+    assert seen >= {
+        Status.BASELINE,
+        Status.KEEP,
+        Status.DISCARD,
+        Status.CRASH,
+        Status.GUARD_FAILED,
+        Status.SCOPE_VIOLATION,
+        Status.NO_CHANGE,
+        Status.PROPOSER_FAILED,
+        Status.INTERRUPTED,
+    }
+
+
+def test_unknown_keys_survive_a_round_trip() -> None:
+    data = {"iteration": 3, "status": "discard", "metric": 1.5, "from_the_future": [1, 2]}
+    again = AttemptRecord.from_json(data).to_json()
+    assert again["from_the_future"] == [1, 2]
+
+
+def test_status_strings_are_the_ledger_strings() -> None:
+    assert [str(s) for s in Status] == [
+        "baseline",
+        "keep",
+        "discard",
+        "crash",
+        "timeout",
+        "guard_failed",
+        "scope_violation",
+        "no_change",
+        "tampered",
+        "proposer_failed",
+        "edit_refused",
+        "interrupted",
+        "checkout_changed",
+    ]
+    assert Status("keep") is Status.KEEP and Status.KEEP == "keep"
+
+
+def test_status_properties() -> None:
+    assert {s for s in Status if s.halts} == {Status.TAMPERED, Status.CHECKOUT_CHANGED}
+    assert {s for s in Status if s.sets_best} == {Status.BASELINE, Status.KEEP}
+    plateau = {s for s in Status if s.counts_toward_plateau}
+    assert Status.INTERRUPTED not in plateau and Status.DISCARD in plateau
+    assert not (plateau & {Status.KEEP, Status.BASELINE})
+    assert not any(s.measured and s.rolls_back_unmeasured for s in Status)
+    assert not Status.DISCARD.is_failure and Status.CRASH.is_failure
