@@ -9,8 +9,9 @@ import pytest
 
 from autoresearch.config import DecisionConfig
 from autoresearch.decide import Verdict, decide
-from autoresearch.ledger import Ledger, line_hash, summarize
+from autoresearch.ledger import Ledger, line_hash
 from autoresearch.scope import PathMatcher
+from autoresearch.summary import summarize
 
 
 @pytest.mark.parametrize(

@@ -24,11 +24,12 @@ from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.harness import ChildRecord, network_isolation_problem
 from autoresearch.integrity import Fingerprint, harness_files
-from autoresearch.ledger import Ledger, StateFile, reached, summarize
+from autoresearch.ledger import Ledger, StateFile
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
 from autoresearch.scope import PathMatcher
+from autoresearch.summary import reached, summarize
 from autoresearch.workspace import (
     Candidate,
     Workspace,

@@ -29,7 +29,7 @@ from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
-from autoresearch.ledger import sample_groups
+from autoresearch.summary import sample_groups
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]

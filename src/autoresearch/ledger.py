@@ -6,12 +6,11 @@ import hashlib
 import json
 import os
 import tempfile
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from autoresearch.decide import confidence_better, pooled_noise
+from autoresearch.attempt import AttemptRecord
 
 TSV_HEADER = "iteration\tcommit\tmetric\tdelta\tstatus\tdescription\n"
 
@@ -62,6 +61,10 @@ class Ledger:
         self.tsv_path = state_dir / "results.tsv"
         self.torn_path = state_dir / "ledger.torn"
 
+    def read(self) -> list[AttemptRecord]:
+        """Every complete record, typed."""
+        return [AttemptRecord.from_json(r) for r in self.records()]
+
     def records(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for line in self._lines():
@@ -111,7 +114,19 @@ class Ledger:
         lines = self._lines()
         return line_hash(lines[-1]) if lines else None
 
-    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+    @overload
+    def append(self, record: AttemptRecord) -> AttemptRecord: ...
+
+    @overload
+    def append(self, record: dict[str, Any]) -> dict[str, Any]: ...
+
+    def append(self, record: AttemptRecord | dict[str, Any]) -> AttemptRecord | dict[str, Any]:
+        if isinstance(record, AttemptRecord):
+            stored = self._append({**record.to_json(), "prev_hash": None})
+            return replace(record, prev_hash=stored["prev_hash"])
+        return self._append(record)
+
+    def _append(self, record: dict[str, Any]) -> dict[str, Any]:
         self.dir.mkdir(parents=True, exist_ok=True)
         record = {**record, "prev_hash": self.last_hash()}
         line = json.dumps(record, ensure_ascii=False, sort_keys=False, allow_nan=False)
@@ -142,119 +157,6 @@ class Ledger:
             handle.write(row + "\n")
         if new:
             _fsync_dir(self.dir)
-
-
-def reached(value: float, target: float | None, direction: str) -> bool:
-    if target is None:
-        return False
-    return value <= target if direction == "minimize" else value >= target
-
-
-@dataclass
-class Summary:
-    name: str
-    direction: str
-    baseline: float | None = None
-    baseline_commit: str | None = None
-    best: float | None = None
-    best_iteration: int | None = None
-    best_commit: str | None = None
-    iterations: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    streak: int = 0  # attempts in a row not kept, from the end
-    cost_usd: float = 0.0  # proposer and judge, as recorded
-    tokens_in: int = 0
-    tokens_out: int = 0
-    noise: float | None = None  # pooled standard deviation of repeated samples
-    confidence: float | None = None  # P(best is truly better than the baseline)
-
-    def to_json(self) -> dict[str, Any]:
-        delta = None
-        if self.best is not None and self.baseline is not None:
-            delta = self.best - self.baseline
-        return {
-            "name": self.name,
-            "direction": self.direction,
-            "baseline": self.baseline,
-            "best": self.best,
-            "best_iteration": self.best_iteration,
-            "best_commit": self.best_commit,
-            "delta": delta,
-            "improvement_pct": _pct(self.baseline, self.best, self.direction),
-            "iterations": self.iterations,
-            "counts": self.counts,
-            "cost_usd": round(self.cost_usd, 6),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "noise": self.noise,
-            "noise_pct": None
-            if self.noise is None or not self.baseline
-            else 100.0 * self.noise / abs(self.baseline),
-            "confidence": self.confidence,
-        }
-
-
-def _pct(baseline: float | None, best: float | None, direction: str) -> float | None:
-    if baseline is None or best is None or baseline == 0:
-        return None
-    gain = (baseline - best) if direction == "minimize" else (best - baseline)
-    return 100.0 * gain / abs(baseline)
-
-
-def summarize(name: str, direction: str, records: list[dict[str, Any]]) -> Summary:
-    summary = Summary(name=name, direction=direction)
-    counts: Counter[str] = Counter()
-    for record in records:
-        status = str(record.get("status"))
-        counts[status] += 1
-        summary.cost_usd += float(record.get("cost_usd") or 0) + float(
-            record.get("judge_cost_usd") or 0
-        )
-        summary.tokens_in += int(record.get("tokens_in") or 0) + int(
-            record.get("judge_tokens_in") or 0
-        )
-        summary.tokens_out += int(record.get("tokens_out") or 0) + int(
-            record.get("judge_tokens_out") or 0
-        )
-        iteration = int(record.get("iteration", 0))
-        summary.iterations = max(summary.iterations, iteration)
-        if status == "baseline":
-            summary.baseline = record.get("metric")
-            summary.baseline_commit = record.get("commit")
-            summary.best = summary.baseline
-            summary.best_iteration = 0
-            summary.best_commit = summary.baseline_commit
-            summary.streak = 0
-        elif status == "keep":
-            summary.best = record.get("metric")
-            summary.best_iteration = iteration
-            summary.best_commit = record.get("commit")
-            summary.streak = 0
-        elif status != "interrupted":
-            summary.streak += 1
-    summary.counts = dict(counts)
-    groups = sample_groups(records)
-    noise = pooled_noise(list(groups.values()))
-    if noise is not None:
-        summary.noise = noise.sigma
-        base = groups.get(summary.baseline_commit or "", [])
-        best = groups.get(summary.best_commit or "", [])
-        if summary.best_iteration and base and best:
-            summary.confidence = confidence_better(base, best, direction, noise)
-    return summary
-
-
-def sample_groups(records: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Every sample of each version of the code: its own runs plus later re-measurements."""
-    groups: dict[str, list[float]] = {}
-    for record in records:
-        commit = record.get("commit")
-        if commit and record.get("samples"):
-            groups.setdefault(commit, []).extend(float(s) for s in record["samples"])
-        parent = record.get("parent")
-        if parent and record.get("incumbent_samples"):
-            groups.setdefault(parent, []).extend(float(s) for s in record["incumbent_samples"])
-    return groups
 
 
 class StateFile:

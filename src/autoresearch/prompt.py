@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.config import Campaign
-from autoresearch.ledger import summarize
 from autoresearch.proposers.base import AttemptNote, ProposalContext
+from autoresearch.summary import summarize
 
 HISTORY_LIMIT = 30
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.errors import ConfigError
-from autoresearch.ledger import Ledger, StateFile, summarize
+from autoresearch.ledger import Ledger, StateFile
+from autoresearch.summary import summarize
 
 COLORS = {
     "baseline": "#1f77b4",

@@ -7,7 +7,8 @@ from typing import Any
 
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.gitcmd import Git
-from autoresearch.ledger import Ledger, summarize
+from autoresearch.ledger import Ledger
+from autoresearch.summary import summarize
 
 
 def attempt(state_dir: Path, iteration: int) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from filelock import FileLock, Timeout
 
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError, ConfigError
-from autoresearch.ledger import Ledger, StateFile, summarize
+from autoresearch.ledger import Ledger, StateFile
+from autoresearch.summary import summarize
 
 
 def _pid_alive(pid: object) -> bool:

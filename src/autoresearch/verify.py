@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.gitcmd import Git
-from autoresearch.ledger import line_hash, summarize
+from autoresearch.ledger import line_hash
+from autoresearch.summary import summarize
 
 
 @dataclass
