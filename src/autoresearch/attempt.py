@@ -248,6 +248,11 @@ class AttemptRecord:
         if self.utc is not None:
             out["utc"] = self.utc
         out.update(self.extra)
+        if self.status is Status.BASELINE:
+            # The baseline's keys come in the order 0.1.0 wrote them, so that `show` and
+            # `log --json` print an old ledger's baseline line as it stands.
+            first = [k for k in _BASELINE_ORDER if k in out]
+            out = {k: out[k] for k in [*first, *(k for k in out if k not in _BASELINE_ORDER)]}
         return out
 
     # -- reading helpers ----------------------------------------------------------------
@@ -271,6 +276,25 @@ class AttemptRecord:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(AttemptRecord))
+
+_BASELINE_ORDER = (
+    "iteration",
+    "status",
+    "metric",
+    "samples",
+    "metric_runs",
+    "commit",
+    "parent",
+    "files",
+    "description",
+    "propose_seconds",
+    "measure_seconds",
+    "guard_seconds",
+    "judge_cost_usd",
+    "judge_tokens_in",
+    "judge_tokens_out",
+    "engine_seconds",
+)
 
 
 @dataclass(frozen=True)
