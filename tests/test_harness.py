@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoresearch.harness import MetricParseError, extract_number, run_command
+from autoresearch.process import run_command
+from autoresearch.readout import MetricParseError, extract_number
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

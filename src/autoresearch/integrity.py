@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.config import Campaign
 from autoresearch.errors import ConfigError
 from autoresearch.gitcmd import workspace_files
-from autoresearch.harness import sha256_file, sha256_text
 from autoresearch.scope import PathMatcher
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        if path.is_symlink():
+            digest.update(b"symlink:" + os.readlink(path).encode())
+            return digest.hexdigest()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return "missing"
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def judge_settings(campaign: Campaign) -> str:

@@ -7,13 +7,15 @@ import shutil
 import statistics
 from dataclasses import dataclass, field
 
+from autoresearch.attempt import Status
 from autoresearch.config import Campaign
 from autoresearch.evaluation import measurement_env
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
+from autoresearch.executors.base import OK
 from autoresearch.gitcmd import Git
-from autoresearch.harness import Limits
 from autoresearch.integrity import harness_files
 from autoresearch.judge import Judge
+from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
@@ -74,7 +76,7 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
             stem = logs / f"check-metric-{k + 1}"
             if judge is not None:
                 verdict = judge.score(scratch, stem)
-                outcome = "ok" if verdict.score is not None else "crash"
+                outcome = OK if verdict.score is not None else Status.CRASH
                 report.metric.append(
                     Measurement(
                         outcome,

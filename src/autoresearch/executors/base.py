@@ -1,20 +1,32 @@
-"""Where measurements run. The engine asks an executor to run a metric or guard command."""
+"""Where measurements run. The engine asks an executor to run a metric or guard command.
+
+The engine talks to measurement only through this protocol: `start` before the first run
+(it may refuse the campaign's sandbox settings, and it cleans up after an engine that was
+killed), `run` per metric or guard run, `close` at the end.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
+from autoresearch.attempt import Status
 from autoresearch.config import MetricConfig
-from autoresearch.harness import Limits
+from autoresearch.process import Limits
+
+OK: Literal["ok"] = "ok"
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One run of a metric or guard command."""
+    """One run of a metric or guard command.
 
-    outcome: str  # "ok", "crash" or "timeout"
+    `outcome` is "ok", or the status the run gives its attempt: `Status.CRASH` or
+    `Status.TIMEOUT`.
+    """
+
+    outcome: Literal["ok"] | Status
     value: float | None
     seconds: float
     reason: str
@@ -22,7 +34,7 @@ class Measurement:
 
     @property
     def ok(self) -> bool:
-        return self.outcome == "ok"
+        return self.outcome == OK
 
 
 @dataclass(frozen=True)
@@ -37,10 +49,30 @@ class CommandSpec:
     limits: Limits = field(default_factory=Limits)
 
 
+@dataclass(frozen=True)
+class ExecutorSetup:
+    """What an executor learns about the campaign before its first run."""
+
+    state_dir: Path  # the campaign's own folder (`.autoresearch/<name>`)
+    network: bool = True  # `[sandbox] network`: false asks for runs without network
+    source: str = "autoresearch.toml"  # the config file, as messages name it
+
+
 class Executor(Protocol):
+    """Runs metric and guard commands. Subclass it to inherit the no-op lifecycle."""
+
+    def start(self, setup: ExecutorSetup) -> list[str]:
+        """Get ready to run; return warnings for the user. Raises ConfigError when the
+        campaign's settings cannot be honoured here."""
+        return []
+
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement: ...
+
+    def close(self) -> None:
+        """Release what `start` took. Safe to call more than once, or without `start`."""
+        return None
 
 
 def metric_spec(metric: MetricConfig, limits: Limits | None = None) -> CommandSpec:

@@ -1,0 +1,251 @@
+"""Run a command the way the engine trusts: own process group, timeout, bounded logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+LOG_CAP_BYTES = 4 * 1024 * 1024  # per stream: half head, half tail
+KILL_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 0
+    cpu_seconds: int = 0
+    network: bool = True
+
+    def preexec(self) -> Callable[[], None] | None:
+        if not self.memory_mb and not self.cpu_seconds:
+            return None
+        memory = self.memory_mb * 1024 * 1024
+        cpu = self.cpu_seconds
+
+        def apply() -> None:
+            import resource
+
+            if memory:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            if cpu:
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+
+        return apply
+
+    def argv(self, command: str) -> list[str]:
+        if self.network:
+            return ["bash", "-c", command]
+        extra = [] if os.geteuid() == 0 else ["--map-root-user"]
+        return ["unshare", "--net", *extra, "bash", "-c", command]
+
+
+def network_isolation_problem() -> str | None:
+    """Why commands cannot run without network here, or None when they can."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return "the unshare command is not installed (util-linux)"
+    argv = Limits(network=False).argv("true")
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "unshare failed"
+    return None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout_path: Path
+    stderr_path: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def stdout_text(self) -> str:
+        return _read_text(self.stdout_path)
+
+    def stderr_tail(self, lines: int = 1) -> str:
+        text = _read_text(self.stderr_path).strip().splitlines()
+        return " | ".join(line.strip() for line in text[-lines:] if line.strip())[:400]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+class _Pump(threading.Thread):
+    """Copies a pipe to a file, keeping the first and last `cap/2` bytes only."""
+
+    def __init__(self, source: BinaryIO, dest: Path, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.source = source
+        self.dest = dest
+        self.head_limit = cap // 2
+        self.tail_limit = cap - self.head_limit
+        self.total = 0
+
+    def run(self) -> None:
+        tail: deque[bytes] = deque()
+        tail_size = 0
+        with open(self.dest, "wb") as out:
+            while True:
+                try:
+                    chunk = self.source.read1(65536)  # type: ignore[attr-defined]
+                except (OSError, ValueError):
+                    break
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                room = self.head_limit - out.tell() if not tail else 0
+                if room > 0:
+                    out.write(chunk[:room])
+                    chunk = chunk[room:]
+                if chunk:
+                    tail.append(chunk)
+                    tail_size += len(chunk)
+                    while tail_size - len(tail[0]) >= self.tail_limit:
+                        tail_size -= len(tail.popleft())
+            if tail:
+                excess = tail_size - self.tail_limit
+                if excess > 0:
+                    tail[0] = tail[0][excess:]
+                    tail_size -= excess
+                written = out.tell()
+                omitted = self.total - written - tail_size
+                if omitted > 0:
+                    out.write(f"\n[... {omitted} bytes omitted ...]\n".encode())
+                for chunk in tail:
+                    out.write(chunk)
+        try:
+            self.source.close()
+        except OSError:
+            pass
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class ChildRecord:
+    """The file where the process group of the running command is written down.
+
+    If the engine is killed (SIGKILL leaves no chance to clean up), the command's group
+    lives on; the next engine reads the record and kills that group before doing anything.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, pgid: int) -> None:
+        self.path.write_text(str(pgid), encoding="utf-8")
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def kill_leftover(self) -> int | None:
+        """Kill the group a killed engine left running; return its id if there was one."""
+        if not self.path.exists():
+            return None
+        try:
+            pgid = int(self.path.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            pgid = 0
+        self.path.unlink(missing_ok=True)
+        if pgid > 1:
+            _kill_group(pgid, signal.SIGKILL)
+            return pgid
+        return None
+
+
+def run_command(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    log_cap: int = LOG_CAP_BYTES,
+    limits: Limits | None = None,
+    child: ChildRecord | None = None,
+) -> CommandResult:
+    """Run `command` with bash in its own process group; never leave processes behind.
+
+    `child`, when given, holds the group's id while the command runs.
+    """
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    limits = limits or Limits()
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        limits.argv(command),
+        preexec_fn=limits.preexec(),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    if child is not None:
+        child.write(proc.pid)
+    pumps = [
+        _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
+        _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]
+    ]
+    for pump in pumps:
+        pump.start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=KILL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+    except BaseException:
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KILL_GRACE_SECONDS)
+        except BaseException:
+            pass
+        raise
+    finally:
+        # Whatever the command left running in its group goes with it.
+        _kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if child is not None:
+            child.clear()
+        for pump in pumps:
+            pump.join(timeout=5)
+            if pump.is_alive():
+                # A process that left the group still holds the pipe open.
+                try:
+                    pump.source.close()
+                except OSError:
+                    pass
+    return CommandResult(
+        returncode=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - start,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+    )
