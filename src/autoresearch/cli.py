@@ -18,8 +18,9 @@ from rich.markup import escape
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
 from autoresearch.engine import Engine, Interrupted, RunResult
 from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.events import fan_out
 from autoresearch.gitcmd import repo_root
-from autoresearch.ledger import Ledger
+from autoresearch.ledger import Ledger, stored_object
 from autoresearch.render import Printer, attempts_table, num
 from autoresearch.status import campaign_status, find_state_dir
 
@@ -107,7 +108,7 @@ def run_engine(
     campaign: Campaign, max_iterations: int | None, *, quiet: bool, plain: bool
 ) -> RunResult:
     """Run the engine with the live view on a terminal, else one line per attempt."""
-    from autoresearch.tracking import fan_out, make_tracker
+    from autoresearch.tracking import make_tracker
 
     if quiet or plain or not console.is_terminal:
         printer = Printer(console, quiet=quiet)
@@ -171,9 +172,9 @@ def status(config_path: Path | None, as_json: bool) -> None:
 def log_(config_path: Path | None, as_json: bool) -> None:
     """List every attempt."""
     state_dir = find_state_dir(_root(), config_path)
-    records = Ledger(state_dir).records()
+    records = Ledger(state_dir).read()
     if as_json:
-        click.echo(json.dumps(records, indent=2))
+        click.echo(json.dumps([stored_object(r) for r in records], indent=2))
         return
     if not records:
         console.print("no attempts yet")
@@ -278,7 +279,7 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
     """One attempt in full: status, samples, description, reason, timings, cost."""
     from autoresearch.results import attempt
 
-    record = attempt(find_state_dir(_root(), config_path), iteration)
+    record = stored_object(attempt(find_state_dir(_root(), config_path), iteration))
     if as_json:
         click.echo(json.dumps(record, indent=2))
         return
@@ -302,7 +303,7 @@ def diff(iteration: int, config_path: Path | None) -> None:
     record = attempt(find_state_dir(root, config_path), iteration)
     text = attempt_diff(root, record)
     if not text:
-        console.print(f"attempt {iteration} ({record.get('status')}) changed nothing")
+        console.print(f"attempt {iteration} ({record.status}) changed nothing")
         return
     click.echo(text, nl=not text.endswith("\n"))
 
@@ -330,11 +331,10 @@ def branch(
     commit, record = chosen_commit(find_state_dir(root, config_path), iteration)
     make_branch(root, name, commit, force)
     if as_json:
-        click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record["iteration"]}))
+        click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record.iteration}))
         return
     console.print(
-        f"branch {name} at {commit[:10]} (attempt {record['iteration']}: "
-        f"{escape(str(record.get('description') or ''))})"
+        f"branch {name} at {commit[:10]} (attempt {record.iteration}: {escape(record.description)})"
     )
 
 
@@ -357,13 +357,13 @@ def apply_(iteration: int | None, config_path: Path | None, as_json: bool) -> No
     _, record = chosen_commit(find_state_dir(root, config_path), iteration)
     files = apply_changes(root, record)
     if as_json:
-        click.echo(json.dumps({"iteration": record["iteration"], "files": files}))
+        click.echo(json.dumps({"iteration": record.iteration, "files": files}))
         return
     if not files:
         console.print("nothing to apply: your HEAD already holds that result")
         return
     console.print(
-        f"applied attempt {record['iteration']} to your working tree (not committed): "
+        f"applied attempt {record.iteration} to your working tree (not committed): "
         + ", ".join(files)
     )
 

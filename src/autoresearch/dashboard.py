@@ -12,10 +12,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from autoresearch.attempt import Status
 from autoresearch.errors import AutoresearchError
-from autoresearch.ledger import Ledger
+from autoresearch.ledger import Ledger, stored_object
 from autoresearch.results import diff as attempt_diff
 from autoresearch.status import campaign_status
+
+# How each status is drawn; the page gets these with the statuses' properties, so it
+# follows the enum instead of spelling status names.
+POINT_FILLS: dict[Status, str] = {
+    Status.KEEP: "#2ca02c",
+    Status.BASELINE: "#1f77b4",
+    Status.DISCARD: "#b0b0b0",
+    Status.CRASH: "#d62728",
+    Status.TIMEOUT: "#d62728",
+    Status.TAMPERED: "#d62728",
+}
+OTHER_FILL = "#9467bd"
+ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9"}
+POINT_RADII: dict[Status, float] = {Status.KEEP: 5}
+POINT_RADIUS = 3.5
+PROPERTIES = (
+    "halts",
+    "sets_best",
+    "counts_toward_plateau",
+    "is_failure",
+    "measured",
+    "rolls_back_unmeasured",
+    "shows_reason",
+)
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>autoresearch dashboard</title>
@@ -25,11 +50,9 @@ body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; font-size: 14px; margin-top: 1em; }
 td, th { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 tr.attempt { cursor: pointer; } tr.attempt:hover td { background: #f3f6fb; }
-tr.keep td { background: #e8f5e9; }
 pre#diff { background: #f7f7f7; padding: 1em; max-height: 30em; overflow: auto; }
 pre#diff:empty { display: none; }
-.keep { fill: #2ca02c; } .baseline { fill: #1f77b4; } .discard { fill: #b0b0b0; }
-.crash, .timeout, .tampered { fill: #d62728; } .other { fill: #9467bd; }
+/*STATUS STYLES*/
 </style></head><body>
 <h1 id="title">autoresearch</h1>
 <div id="summary">loading...</div>
@@ -39,6 +62,9 @@ pre#diff:empty { display: none; }
 <h2 id="diff-title"></h2><pre id="diff"></pre>
 <script>
 const NS = "http://www.w3.org/2000/svg";
+const STATUSES = /*STATUSES*/;
+const OTHER = {sets_best: false, point: "other", radius: /*POINT RADIUS*/};
+function look(status) { return STATUSES[status] || OTHER; }
 function fmt(v) {
   if (v === null || v === undefined) return "-";
   const s = Number(v).toPrecision(6);
@@ -68,15 +94,14 @@ function drawChart(records) {
   let best = null, path = "";
   for (const r of records) {
     if (best !== null) path += " L " + sx(r.iteration) + " " + sy(best);
-    if ((r.status === "keep" || r.status === "baseline") && r.metric !== null) best = r.metric;
+    if (look(r.status).sets_best && r.metric !== null) best = r.metric;
     if (best !== null) path += (path ? " L " : "M ") + sx(r.iteration) + " " + sy(best);
   }
   svg.appendChild(el("path", {d: path, fill: "none", stroke: "#2ca02c", "stroke-width": 2,
                               class: "best-line"}));
   for (const r of pts) {
-    const known = ["keep", "baseline", "discard", "crash", "timeout", "tampered"];
-    const c = el("circle", {cx: sx(r.iteration), cy: sy(r.metric), r: r.status === "keep" ? 5 : 3.5,
-                            class: "point " + (known.includes(r.status) ? r.status : "other")});
+    const c = el("circle", {cx: sx(r.iteration), cy: sy(r.metric), r: look(r.status).radius,
+                            class: "point " + look(r.status).point});
     c.appendChild(el("title", {}, "#" + r.iteration + " " + r.status + " " + fmt(r.metric)));
     svg.appendChild(c);
   }
@@ -118,6 +143,38 @@ setInterval(refresh, 2000);
 """
 
 
+def _status_styles() -> str:
+    rows = [
+        f"tr.{status} td {{ background: {colour}; }}" for status, colour in ROW_BACKGROUNDS.items()
+    ]
+    fills: dict[str, list[str]] = {}
+    for status, colour in POINT_FILLS.items():
+        fills.setdefault(colour, []).append(f".{status}")
+    points = [f"{', '.join(names)} {{ fill: {colour}; }}" for colour, names in fills.items()]
+    return "\n".join([*rows, *points, f".other {{ fill: {OTHER_FILL}; }}"])
+
+
+def _statuses() -> dict[str, dict[str, object]]:
+    """Each status's properties and how it is drawn, for the page's script."""
+    return {
+        str(status): {
+            **{name: getattr(status, name) for name in PROPERTIES},
+            "point": str(status) if status in POINT_FILLS else "other",
+            "radius": POINT_RADII.get(status, POINT_RADIUS),
+        }
+        for status in Status
+    }
+
+
+def page() -> str:
+    """The page, with the statuses' styles and properties written in from the enum."""
+    return (
+        PAGE.replace("/*STATUS STYLES*/", _status_styles())
+        .replace("/*STATUSES*/", json.dumps(_statuses()))
+        .replace("/*POINT RADIUS*/", json.dumps(POINT_RADIUS))
+    )
+
+
 def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -134,17 +191,19 @@ def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingH
         def _json(self, data: Any, status: int = 200) -> None:
             self._send(status, json.dumps(data).encode(), "application/json")
 
+        html = page().encode()
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             try:
                 if path in ("/", "/index.html"):
-                    self._send(200, PAGE.encode(), "text/html; charset=utf-8")
+                    self._send(200, self.html, "text/html; charset=utf-8")
                 elif path == "/api/status":
                     self._json(campaign_status(state_dir))
                 elif path == "/api/attempts":
-                    self._json(Ledger(state_dir).records())
+                    self._json([stored_object(r) for r in Ledger(state_dir).read()])
                 elif match := re.fullmatch(r"/api/diff/(\d+)", path):
-                    records = {int(r["iteration"]): r for r in Ledger(state_dir).records()}
+                    records = {r.iteration: r for r in Ledger(state_dir).read()}
                     record = records.get(int(match.group(1)))
                     if record is None:
                         self._send(404, b"no such attempt\n", "text/plain; charset=utf-8")

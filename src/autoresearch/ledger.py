@@ -52,6 +52,12 @@ def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.10g}"
 
 
+def stored_object(record: AttemptRecord) -> dict[str, Any]:
+    """The record as its ledger line holds it, `prev_hash` included (what `log --json`,
+    `show --json` and the dashboard serve)."""
+    return {**record.to_json(), "prev_hash": record.prev_hash}
+
+
 class Ledger:
     """One JSON object per line; every append is flushed and fsynced before returning."""
 
@@ -62,19 +68,21 @@ class Ledger:
         self.torn_path = state_dir / "ledger.torn"
 
     def read(self) -> list[AttemptRecord]:
-        """Every complete record, typed."""
-        return [AttemptRecord.from_json(r) for r in self.records()]
-
-    def records(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+        """Every complete record, typed. Reading stops at a line that is not JSON (a torn
+        write that `repair` has not moved aside yet)."""
+        out: list[AttemptRecord] = []
         for line in self._lines():
             try:
-                record = json.loads(line)
+                data = json.loads(line)
             except json.JSONDecodeError:
                 break
-            if isinstance(record, dict):
-                out.append(record)
+            if isinstance(data, dict):
+                out.append(AttemptRecord.from_json(data))
         return out
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records as JSON objects; goes once the engine reads typed records."""
+        return [stored_object(record) for record in self.read()]
 
     def _lines(self) -> list[str]:
         try:
@@ -121,32 +129,35 @@ class Ledger:
     def append(self, record: dict[str, Any]) -> dict[str, Any]: ...
 
     def append(self, record: AttemptRecord | dict[str, Any]) -> AttemptRecord | dict[str, Any]:
-        if isinstance(record, AttemptRecord):
-            stored = self._append({**record.to_json(), "prev_hash": None})
-            return replace(record, prev_hash=stored["prev_hash"])
-        return self._append(record)
+        """Append one record, chained to the last line; returns it as stored (`prev_hash`
+        set). A JSON object is accepted until the engine appends typed records."""
+        if isinstance(record, dict):
+            data = {**record, "prev_hash": self.last_hash()}
+            self._write(data, AttemptRecord.from_json(data))
+            return data
+        stored = replace(record, prev_hash=self.last_hash())
+        self._write(stored_object(stored), stored)
+        return stored
 
-    def _append(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _write(self, data: dict[str, Any], record: AttemptRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        record = {**record, "prev_hash": self.last_hash()}
-        line = json.dumps(record, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=False)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         self._append_tsv(record)
-        return record
 
-    def _append_tsv(self, record: dict[str, Any]) -> None:
+    def _append_tsv(self, record: AttemptRecord) -> None:
         new = not self.tsv_path.exists()
-        description = str(record.get("description") or "").replace("\t", " ").replace("\n", " ")
+        description = record.description.replace("\t", " ").replace("\n", " ")
         row = "\t".join(
             [
-                str(record.get("iteration")),
-                (record.get("commit") or "")[:12],
-                _fmt(record.get("metric")),
-                _fmt(record.get("delta")),
-                str(record.get("status")),
+                str(record.iteration),
+                (record.commit or "")[:12],
+                _fmt(record.metric),
+                _fmt(record.delta),
+                str(record.status),
                 description,
             ]
         )

@@ -12,6 +12,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped, Warned
 from autoresearch.render import attempts_table, num, signed
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -45,7 +47,7 @@ class LiveView:
         self.name = ""
         self.direction = "minimize"
         self.max_iterations = 0
-        self.records: list[dict[str, Any]] = []
+        self.records: list[AttemptRecord] = []
         self.phase = "starting"
         self.iteration: int | None = None
         self.detail = ""
@@ -53,7 +55,7 @@ class LiveView:
         self.baseline: float | None = None
         self.cost = 0.0
         self.attempt_times: list[float] = []
-        self.stopped: dict[str, Any] | None = None
+        self.stopped: Stopped | None = None
         self.warnings: list[str] = []
         self.live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
 
@@ -65,42 +67,43 @@ class LiveView:
         self.live.update(self.render())
         self.live.__exit__(None, None, None)
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "start":
-            summary = data["summary"]
-            self.name = summary["name"]
-            self.direction = summary["direction"]
-            self.max_iterations = data["max_iterations"]
-            self.baseline = summary.get("baseline")
-            self.best = summary.get("best")
-        elif kind == "phase":
-            self.phase = data.get("phase", "")
-            self.iteration = data.get("iteration")
-            if data.get("samples"):
-                side = "incumbent " if data.get("side") == "incumbent" else ""
-                self.detail = f"{side}sample {data.get('sample')} of up to {data.get('samples')}"
-            else:
-                self.detail = ""
-        elif kind == "attempt":
-            record = data["record"]
-            self.records.append(record)
-            self.best = data.get("best")
-            if record.get("status") == "baseline":
-                self.baseline = record.get("metric")
-            elif record.get("total_seconds") is not None:
-                self.attempt_times.append(float(record["total_seconds"]))
-            self.cost += float(record.get("cost_usd") or 0) + float(
-                record.get("judge_cost_usd") or 0
-            )
-        elif kind == "warning":
-            self.warnings.append(str(data.get("message")))
-        elif kind == "stop":
-            self.stopped = data
-            self.phase = "stopped"
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Started():
+                self.name = event.summary["name"]
+                self.direction = event.summary["direction"]
+                self.max_iterations = event.max_iterations
+                self.baseline = event.summary.get("baseline")
+                self.best = event.summary.get("best")
+            case PhaseChanged():
+                self.phase = event.phase
+                self.iteration = event.iteration
+                if event.samples:
+                    side = "incumbent " if event.side == "incumbent" else ""
+                    self.detail = f"{side}sample {event.sample} of up to {event.samples}"
+                else:
+                    self.detail = ""
+            case Attempted():
+                self.attempted(event)
+            case Warned():
+                self.warnings.append(event.message)
+            case Stopped():
+                self.stopped = event
+                self.phase = "stopped"
         self.live.update(self.render())
 
+    def attempted(self, event: Attempted) -> None:
+        record = event.record
+        self.records.append(record)
+        self.best = event.best
+        if record.status is Status.BASELINE:
+            self.baseline = record.metric
+        elif record.timings is not None and record.timings.total is not None:
+            self.attempt_times.append(record.timings.total)
+        self.cost += record.cost_usd
+
     def render(self) -> Panel:
-        done = max((int(r.get("iteration", 0)) for r in self.records), default=0)
+        done = max((r.iteration for r in self.records), default=0)
         total = max(self.max_iterations, 1)
         remaining = max(self.max_iterations - done, 0)
         eta = ""
@@ -117,7 +120,7 @@ class LiveView:
             ),
         )
         delta = None if self.best is None or self.baseline is None else self.best - self.baseline
-        values = [float(r["metric"]) for r in self.records if r.get("metric") is not None]
+        values = [r.metric for r in self.records if r.metric is not None]
         info = Table.grid(padding=(0, 2))
         info.add_row(
             f"baseline {num(self.baseline)}",
@@ -133,11 +136,10 @@ class LiveView:
         for warning in self.warnings[-2:]:
             parts.append(Text(f"warning: {warning}", style="yellow"))
         if self.stopped:
-            message = self.stopped.get("message")
+            message = self.stopped.message
             parts.append(
                 Text(
-                    f"stopped: {self.stopped['stop_reason']}"
-                    + (f" — {message}" if message else ""),
+                    f"stopped: {self.stopped.stop_reason}" + (f" — {message}" if message else ""),
                     style="bold",
                 )
             )

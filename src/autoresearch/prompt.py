@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.proposers.base import AttemptNote, ProposalContext
-from autoresearch.summary import summarize
+from autoresearch.summary import RecordLike, summarize, typed
 
 HISTORY_LIMIT = 30
 
@@ -63,7 +65,7 @@ def build_prompt(
             text = (note.description or "").replace("|", "/").replace("\n", " ")[:120]
             if note.diffstat:
                 text = f"{text} ({note.diffstat[:80]})".strip()
-            if note.reason and note.status not in ("keep", "discard", "baseline"):
+            if note.reason and Status(note.status).shows_reason:
                 text = f"{text} ({note.reason[:80]})".strip()
             lines.append(
                 f"| {note.iteration} | {note.status} | {_num(note.metric)} | "
@@ -82,17 +84,17 @@ def build_prompt(
 JUDGE_METRIC = "an LLM judge's score (0-100)"
 
 
-def history_notes(records: list[dict[str, Any]]) -> list[AttemptNote]:
+def history_notes(records: Sequence[AttemptRecord]) -> list[AttemptNote]:
     return [
         AttemptNote(
-            iteration=int(r.get("iteration", 0)),
-            status=str(r.get("status")),
-            metric=r.get("metric"),
-            delta=r.get("delta"),
-            description=str(r.get("description") or ""),
-            files=list(r.get("files") or []),
-            reason=str(r.get("reason") or ""),
-            diffstat=str(r.get("diffstat") or ""),
+            iteration=r.iteration,
+            status=str(r.status),
+            metric=r.metric,
+            delta=r.delta,
+            description=r.description,
+            files=list(r.files),
+            reason=r.reason or "",
+            diffstat=r.diffstat or "",
         )
         for r in records
     ]
@@ -100,20 +102,21 @@ def history_notes(records: list[dict[str, Any]]) -> list[AttemptNote]:
 
 def proposal_context(
     campaign: Campaign,
-    records: list[dict[str, Any]],
+    records: Sequence[RecordLike],
     iteration: int,
     best: float | None,
     workspace: Path,
     log_dir: Path,
 ) -> ProposalContext:
     """Everything a proposer may know for this attempt; the prompt file is written too."""
+    attempts = typed(records)
     cfg = campaign.config
     instructions = ""
     if cfg.instructions:
         instructions = (campaign.root / cfg.instructions).read_text(
             encoding="utf-8", errors="replace"
         )
-    summary = summarize(cfg.name, str(cfg.metric.direction), records)
+    summary = summarize(cfg.name, str(cfg.metric.direction), attempts)
     facts: dict[str, Any] = {
         "iteration": iteration,
         "goal": cfg.goal,
@@ -124,7 +127,7 @@ def proposal_context(
         "metric_command": cfg.metric.command or JUDGE_METRIC,
         "baseline": summary.baseline,
         "best": best,
-        "history": history_notes(records),
+        "history": history_notes(attempts),
     }
     text = build_prompt(**facts)
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"

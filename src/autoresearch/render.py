@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-STATUS_STYLE = {
-    "baseline": "bold cyan",
-    "keep": "bold green",
-    "discard": "dim",
-    "crash": "red",
-    "timeout": "red",
-    "guard_failed": "yellow",
-    "scope_violation": "magenta",
-    "no_change": "dim",
-    "tampered": "bold red",
-    "interrupted": "yellow",
-    "proposer_failed": "red",
-    "edit_refused": "magenta",
-    "checkout_changed": "bold red",
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.events import Attempted, Event, Started, Stopped, Warned
+
+STATUS_STYLE: dict[Status, str] = {
+    Status.BASELINE: "bold cyan",
+    Status.KEEP: "bold green",
+    Status.DISCARD: "dim",
+    Status.CRASH: "red",
+    Status.TIMEOUT: "red",
+    Status.GUARD_FAILED: "yellow",
+    Status.SCOPE_VIOLATION: "magenta",
+    Status.NO_CHANGE: "dim",
+    Status.TAMPERED: "bold red",
+    Status.INTERRUPTED: "yellow",
+    Status.PROPOSER_FAILED: "red",
+    Status.EDIT_REFUSED: "magenta",
+    Status.CHECKOUT_CHANGED: "bold red",
 }
 
 
@@ -33,74 +37,71 @@ def signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4g}"
 
 
-def attempt_line(record: dict[str, Any], best: float | None, max_iterations: int) -> str:
-    status = str(record.get("status"))
-    style = STATUS_STYLE.get(status, "default")
-    iteration = record.get("iteration")
+def attempt_line(record: AttemptRecord, best: float | None, max_iterations: int) -> str:
+    status = str(record.status)
+    style = STATUS_STYLE[record.status]
     width = len(str(max_iterations))
-    description = str(record.get("description") or "")
-    reason = record.get("reason")
-    if reason and status not in ("keep", "discard", "baseline"):
-        description = f"{description} [{reason}]" if description else str(reason)
+    description = record.description
+    if record.reason and record.status.shows_reason:
+        description = f"{description} [{record.reason}]" if description else record.reason
     return (
-        f"{iteration!s:>{width}}/{max_iterations} "
+        f"{record.iteration!s:>{width}}/{max_iterations} "
         f"[{style}]{status:<15}[/] "
-        f"metric {num(record.get('metric')):>10}  "
-        f"delta {signed(record.get('delta')):>9}  "
+        f"metric {num(record.metric):>10}  "
+        f"delta {signed(record.delta):>9}  "
         f"best {num(best):>10}  "
-        f"{_escape(description[:160])}"
+        f"{escape(description[:160])}"
     )
 
 
-def _escape(text: str) -> str:
-    return escape(text)
-
-
 class Printer:
-    """Prints one line per attempt and the final summary."""
+    """Prints one line per attempt and the final summary (an event listener)."""
 
     def __init__(self, console: Console, quiet: bool = False) -> None:
         self.console = console
         self.quiet = quiet
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "start" and not self.quiet:
-            summary = data["summary"]
-            verb = "resuming" if data.get("resumed") else "starting"
-            self.console.print(
-                f"[bold]{verb} campaign {summary['name']}[/] ({summary['direction']}, "
-                f"up to {data['max_iterations']} attempts) in {escape(data['workspace'])}"
-            )
-        elif kind == "attempt" and not self.quiet:
-            self.console.print(
-                attempt_line(data["record"], data.get("best"), data["max_iterations"]),
-                highlight=False,
-            )
-        elif kind == "warning":
-            self.console.print(f"[yellow]warning:[/] {escape(data['message'])}")
-        elif kind == "stop":
-            self.stop(data)
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Started() if not self.quiet:
+                summary = event.summary
+                verb = "resuming" if event.resumed else "starting"
+                self.console.print(
+                    f"[bold]{verb} campaign {summary['name']}[/] ({summary['direction']}, "
+                    f"up to {event.max_iterations} attempts) in {escape(event.workspace)}"
+                )
+            case Attempted() if not self.quiet:
+                self.console.print(
+                    attempt_line(event.record, event.best, event.max_iterations),
+                    highlight=False,
+                )
+            case Warned():
+                self.console.print(f"[yellow]warning:[/] {escape(event.message)}")
+            case Stopped():
+                self.stop(event)
+            case _:
+                pass
 
     def stop_summary(self, result: Any, campaign: Any) -> None:
         """The closing lines after the live view: the same as a plain run's."""
         self.stop(
-            {
-                "stop_reason": result.stop_reason,
-                "summary": result.summary,
-                "message": result.message,
-                "branch": f"autoresearch/{campaign.name}",
-                "ledger": str(campaign.state_dir / "ledger.jsonl"),
-            }
+            Stopped(
+                stop_reason=result.stop_reason,
+                summary=result.summary,
+                message=result.message,
+                branch=f"autoresearch/{campaign.name}",
+                ledger=str(campaign.state_dir / "ledger.jsonl"),
+            )
         )
 
-    def stop(self, data: dict[str, Any]) -> None:
-        summary = data["summary"]
+    def stop(self, event: Stopped) -> None:
+        summary = event.summary
         counts = ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))
         pct = summary.get("improvement_pct")
         gain = "" if pct is None else f" ({pct:+.2f}%)"
         self.console.print(
-            f"[bold]stopped:[/] {data['stop_reason']}"
-            + (f" — {escape(data['message'])}" if data.get("message") else "")
+            f"[bold]stopped:[/] {event.stop_reason}"
+            + (f" — {escape(event.message)}" if event.message else "")
         )
         if summary["baseline"] is not None:
             self.console.print(
@@ -108,11 +109,11 @@ class Printer:
                 f"at attempt {summary['best_iteration']}  [{counts}]",
                 highlight=False,
             )
-        self.console.print(f"best result: branch {data['branch']}; ledger {escape(data['ledger'])}")
+        self.console.print(f"best result: branch {event.branch}; ledger {escape(event.ledger)}")
 
 
 def attempts_table(
-    records: list[dict[str, Any]], with_commit: bool = True, width: int = 100
+    records: Sequence[AttemptRecord], with_commit: bool = True, width: int = 100
 ) -> Table:
     """Attempts as a table: number, status, metric, delta, (commit,) description."""
     table = Table(show_edge=False, header_style="bold")
@@ -127,18 +128,17 @@ def attempts_table(
     for column in columns:
         table.add_column(column, justify="right" if column in ("#", "metric", "delta") else "left")
     for record in records:
-        status = str(record.get("status"))
-        description = str(record.get("description") or "")
-        if record.get("reason") and status not in ("keep", "discard", "baseline"):
-            description = f"{description} [{record['reason']}]"
+        description = record.description
+        if record.reason and record.status.shows_reason:
+            description = f"{description} [{record.reason}]"
         cells = [
-            str(record.get("iteration")),
-            f"[{STATUS_STYLE.get(status, 'default')}]{status}[/]",
-            num(record.get("metric")),
-            signed(record.get("delta")),
+            str(record.iteration),
+            f"[{STATUS_STYLE[record.status]}]{record.status}[/]",
+            num(record.metric),
+            signed(record.delta),
         ]
         if with_commit:
-            cells.append((record.get("commit") or "")[:10])
-        cells.append(_escape(description[:width]))
+            cells.append((record.commit or "")[:10])
+        cells.append(escape(description[:width]))
         table.add_row(*cells)
     return table

@@ -12,31 +12,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.errors import ConfigError
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.summary import summarize
 
-COLORS = {
-    "baseline": "#1f77b4",
-    "keep": "#2ca02c",
-    "discard": "#b0b0b0",
-    "crash": "#d62728",
-    "timeout": "#ff7f0e",
-    "guard_failed": "#bcbd22",
-    "scope_violation": "#9467bd",
-    "tampered": "#000000",
+COLORS: dict[Status, str] = {
+    Status.BASELINE: "#1f77b4",
+    Status.KEEP: "#2ca02c",
+    Status.DISCARD: "#b0b0b0",
+    Status.CRASH: "#d62728",
+    Status.TIMEOUT: "#ff7f0e",
+    Status.GUARD_FAILED: "#bcbd22",
+    Status.SCOPE_VIOLATION: "#9467bd",
+    Status.TAMPERED: "#000000",
 }
-FAILURES = (
-    "crash",
-    "timeout",
-    "guard_failed",
-    "scope_violation",
-    "tampered",
-    "proposer_failed",
-    "edit_refused",
-    "interrupted",
-    "checkout_changed",
-)
+OTHER_COLOR = "#8c564b"
+ROW_BACKGROUNDS: dict[Status, str] = {
+    Status.KEEP: "#e8f5e9",
+    Status.CRASH: "#fdecea",
+    Status.TAMPERED: "#fdecea",
+}
 
 
 @dataclass
@@ -50,7 +46,7 @@ def _num(value: object) -> str:
     return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def draw_progress(records: list[dict[str, Any]], direction: str, path: Path) -> bool:
+def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> bool:
     """Every attempt as a point coloured by status, the running best as a line."""
     try:
         import matplotlib
@@ -60,30 +56,28 @@ def draw_progress(records: list[dict[str, Any]], direction: str, path: Path) -> 
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
-    by_status: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    by_status: dict[Status, list[tuple[int, float]]] = defaultdict(list)
     best_x: list[int] = []
     best_y: list[float] = []
     best: float | None = None
     for record in records:
-        metric = record.get("metric")
-        iteration = int(record.get("iteration", 0))
-        status = str(record.get("status"))
+        metric = record.metric
         if metric is not None:
-            by_status[status].append((iteration, float(metric)))
-        if status in ("baseline", "keep") and metric is not None:
-            best = float(metric)
+            by_status[record.status].append((record.iteration, metric))
+        if record.status.sets_best and metric is not None:
+            best = metric
         if best is not None:
-            best_x.append(iteration)
+            best_x.append(record.iteration)
             best_y.append(best)
     for status, points in by_status.items():
         ax.scatter(
             [p[0] for p in points],
             [p[1] for p in points],
-            s=36 if status == "keep" else 18,
-            color=COLORS.get(status, "#8c564b"),
-            label=status,
+            s=36 if status is Status.KEEP else 18,
+            color=COLORS.get(status, OTHER_COLOR),
+            label=str(status),
             zorder=3,
-            alpha=0.9 if status in ("keep", "baseline") else 0.6,
+            alpha=0.9 if status.sets_best else 0.6,
         )
     if best_x:
         ax.step(
@@ -96,11 +90,10 @@ def draw_progress(records: list[dict[str, Any]], direction: str, path: Path) -> 
             zorder=2,
         )
     for record in records:
-        if record.get("status") == "keep" and record.get("metric") is not None:
-            label = str(record.get("description") or "")[:28]
+        if record.status is Status.KEEP and record.metric is not None:
             ax.annotate(
-                label,
-                (int(record["iteration"]), float(record["metric"])),
+                record.description[:28],
+                (record.iteration, record.metric),
                 textcoords="offset points",
                 xytext=(4, 6),
                 fontsize=7,
@@ -117,25 +110,20 @@ def draw_progress(records: list[dict[str, Any]], direction: str, path: Path) -> 
 
 
 def gather(state_dir: Path) -> dict[str, Any]:
-    records = Ledger(state_dir).records()
+    records = Ledger(state_dir).read()
     if not records:
         raise ConfigError(f"campaign '{state_dir.name}' has no attempts yet; run it first.")
     state = StateFile(state_dir).read()
     direction = str(state.get("direction") or "minimize")
     summary = summarize(state_dir.name, direction, records).to_json()
     summary["stop_reason"] = state.get("stop_reason")
-    seconds = sum(
-        float(r.get("total_seconds") or 0)
-        + float(r.get("measure_seconds") or 0) * (r.get("iteration") == 0)
-        for r in records
-    )
-    summary["seconds"] = round(seconds, 1)
-    kept = [r for r in records if r.get("status") == "keep"]
-    kept.sort(key=lambda r: -abs(float(r.get("delta") or 0)))
-    failures: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    summary["seconds"] = round(sum(_seconds(r) for r in records), 1)
+    kept = [r for r in records if r.status is Status.KEEP]
+    kept.sort(key=lambda r: -abs(r.delta or 0.0))
+    failures: dict[Status, list[AttemptRecord]] = defaultdict(list)
     for record in records:
-        if record.get("status") in FAILURES:
-            failures[str(record["status"])].append(record)
+        if record.status.is_failure:
+            failures[record.status].append(record)
     fingerprint = state.get("fingerprint") or {}
     return {
         "summary": summary,
@@ -145,11 +133,19 @@ def gather(state_dir: Path) -> dict[str, Any]:
         "environment": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
-            "harness_commit": records[0].get("commit"),
+            "harness_commit": records[0].commit,
             "fingerprint": fingerprint.get("settings"),
             "harness_files": fingerprint.get("files", {}),
         },
     }
+
+
+def _seconds(record: AttemptRecord) -> float:
+    """An attempt's wall time; the baseline has no total, its measurement stands for it."""
+    timings = record.timings
+    if timings is None:
+        return 0.0
+    return (timings.total or 0.0) + timings.measure * (record.iteration == 0)
 
 
 def render_markdown(data: dict[str, Any], image: str | None) -> str:
@@ -180,10 +176,8 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         "|---|---|---|---|",
     ]
     for r in data["kept"]:
-        desc = str(r.get("description") or "").replace("|", "/")
-        lines.append(
-            f"| {r['iteration']} | {_num(r.get('metric'))} | {_num(r.get('delta'))} | {desc} |"
-        )
+        desc = r.description.replace("|", "/")
+        lines.append(f"| {r.iteration} | {_num(r.metric)} | {_num(r.delta)} | {desc} |")
     if not data["kept"]:
         lines.append("| - | - | - | nothing was kept |")
     lines += ["", "## Failures, by kind", ""]
@@ -193,8 +187,8 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         lines.append(f"### {kind} ({len(records)})")
         lines.append("")
         for r in records:
-            reason = str(r.get("reason") or "").replace("\n", " ")[:160]
-            lines.append(f"- #{r['iteration']} {r.get('description') or ''}: {reason}")
+            reason = (r.reason or "").replace("\n", " ")[:160]
+            lines.append(f"- #{r.iteration} {r.description}: {reason}")
         lines.append("")
     env = data["environment"]
     lines += [
@@ -220,10 +214,10 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
             f'{base64.b64encode(png).decode()}" style="max-width:100%">'
         )
     rows = "".join(
-        f"<tr class='{esc(str(r.get('status')))}'><td>{r['iteration']}</td>"
-        f"<td>{esc(str(r.get('status')))}</td><td>{esc(_num(r.get('metric')))}</td>"
-        f"<td>{esc(_num(r.get('delta')))}</td><td>{esc(str(r.get('description') or ''))}</td>"
-        f"<td>{esc(str(r.get('reason') or ''))}</td></tr>"
+        f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
+        f"<td>{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
+        f"<td>{esc(_num(r.delta))}</td><td>{esc(r.description)}</td>"
+        f"<td>{esc(r.reason or '')}</td></tr>"
         for r in data["records"]
     )
     pct = s.get("improvement_pct")
@@ -247,7 +241,7 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
 body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; font-size: 14px; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; }}
-tr.keep td {{ background: #e8f5e9; }} tr.crash td, tr.tampered td {{ background: #fdecea; }}
+{_row_styles()}
 .big {{ font-size: 20px; }}
 </style></head><body>
 <h1>Campaign {esc(s["name"])}</h1>
@@ -261,6 +255,17 @@ stop reason: {esc(str(s.get("stop_reason")))}</p>
 <script type="application/json" id="summary">{esc(summary)}</script>
 </body></html>
 """
+
+
+def _row_styles() -> str:
+    """`tr.<status> td` rules, statuses of one background sharing a rule."""
+    groups: dict[str, list[Status]] = {}
+    for status, colour in ROW_BACKGROUNDS.items():
+        groups.setdefault(colour, []).append(status)
+    return " ".join(
+        ", ".join(f"tr.{status} td" for status in statuses) + f" {{ background: {colour}; }}"
+        for colour, statuses in groups.items()
+    )
 
 
 def write_report(state_dir: Path) -> Paths:

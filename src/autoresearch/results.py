@@ -3,49 +3,46 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from autoresearch.attempt import AttemptRecord
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.gitcmd import Git
 from autoresearch.ledger import Ledger
 from autoresearch.summary import summarize
 
 
-def attempt(state_dir: Path, iteration: int) -> dict[str, Any]:
-    for record in Ledger(state_dir).records():
-        if int(record.get("iteration", -1)) == iteration:
+def attempt(state_dir: Path, iteration: int) -> AttemptRecord:
+    for record in Ledger(state_dir).read():
+        if record.iteration == iteration:
             return record
     raise ConfigError(
         f"campaign '{state_dir.name}' has no attempt {iteration}; see `autoresearch log`."
     )
 
 
-def chosen_commit(state_dir: Path, iteration: int | None) -> tuple[str, dict[str, Any]]:
+def chosen_commit(state_dir: Path, iteration: int | None) -> tuple[str, AttemptRecord]:
     """The commit of attempt `iteration`, or of the best result when it is None."""
     if iteration is None:
-        records = Ledger(state_dir).records()
+        records = Ledger(state_dir).read()
         summary = summarize(state_dir.name, "minimize", records)
         if summary.best_commit is None:
             raise AutoresearchError(f"campaign '{state_dir.name}' has no result yet.")
         iteration = summary.best_iteration or 0
     record = attempt(state_dir, iteration)
-    commit = record.get("commit")
-    if not commit:
+    if not record.commit:
         raise AutoresearchError(
-            f"attempt {iteration} ({record.get('status')}) changed nothing; there is no commit."
+            f"attempt {iteration} ({record.status}) changed nothing; there is no commit."
         )
-    return str(commit), record
+    return record.commit, record
 
 
-def diff(root: Path, record: dict[str, Any]) -> str:
-    commit = record.get("commit")
-    if not commit:
+def diff(root: Path, record: AttemptRecord) -> str:
+    if not record.commit:
         return ""
-    parent = record.get("parent")
     repo = Git(root)
-    if not parent:
-        return repo.run("show", "--format=", "--patch", str(commit))
-    return repo.run("diff", str(parent), str(commit))
+    if not record.parent:
+        return repo.run("show", "--format=", "--patch", record.commit)
+    return repo.run("diff", record.parent, record.commit)
 
 
 def make_branch(root: Path, name: str, commit: str, force: bool = False) -> None:
@@ -57,7 +54,7 @@ def make_branch(root: Path, name: str, commit: str, force: bool = False) -> None
     repo.run("branch", *(["--force"] if force else []), name, commit)
 
 
-def apply_changes(root: Path, record: dict[str, Any]) -> list[str]:
+def apply_changes(root: Path, record: AttemptRecord) -> list[str]:
     """Put the attempt's changes (against the user's HEAD) into the working tree, uncommitted."""
     repo = Git(root)
     status = repo.run("status", "--porcelain", "--untracked-files=no")
@@ -66,7 +63,7 @@ def apply_changes(root: Path, record: dict[str, Any]) -> list[str]:
             "your working tree has uncommitted changes; commit or stash them first, "
             "`apply` only writes into a clean tree."
         )
-    commit = str(record["commit"])
+    commit = str(record.commit)
     head = repo.rev("HEAD")
     base = head or commit
     patch = repo.run_bytes("diff", "--binary", base, commit)

@@ -54,7 +54,7 @@ def find_state_dir(root: Path, config: Path | None) -> Path:
 
 def campaign_status(state_dir: Path) -> dict[str, Any]:
     state = StateFile(state_dir).read()
-    records = Ledger(state_dir).records()
+    records = Ledger(state_dir).read()
     name = str(state.get("name") or state_dir.name)
     direction = str(state.get("direction") or "minimize")
     if not records and not is_running(state_dir):

@@ -9,28 +9,16 @@ honoured. A tracking failure is reported once and never stops the campaign.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from autoresearch.attempt import AttemptRecord
 from autoresearch.config import Campaign
 from autoresearch.errors import ConfigError
+from autoresearch.events import Attempted, Event, Listener, Started, Stopped, Warned
 from autoresearch.results import diff as attempt_diff
-
-Event = Callable[[str, dict[str, Any]], None]
-
-
-def fan_out(*handlers: Event | None) -> Event:
-    """One event callback that calls several."""
-    active = [h for h in handlers if h is not None]
-
-    def emit(kind: str, data: dict[str, Any]) -> None:
-        for handler in active:
-            handler(kind, data)
-
-    return emit
 
 
 class MlflowTracker:
-    def __init__(self, campaign: Campaign, warn: Event) -> None:
+    def __init__(self, campaign: Campaign, warn: Listener) -> None:
         try:
             import mlflow
         except ImportError:
@@ -52,17 +40,20 @@ class MlflowTracker:
             action()
         except Exception as exc:  # a tracking server's trouble is not the campaign's
             self.failed = True
-            self.warn("warning", {"message": f"MLflow tracking stopped: {exc}"})
+            self.warn(Warned(f"MLflow tracking stopped: {exc}"))
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "start":
-            self._guard(lambda: self._start(data))
-        elif kind == "attempt":
-            self._guard(lambda: self._attempt(data["record"], data.get("best")))
-        elif kind == "stop":
-            self._guard(lambda: self._stop(data))
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Started():
+                self._guard(lambda: self._start(event))
+            case Attempted():
+                self._guard(lambda: self._attempt(event.record, event.best))
+            case Stopped():
+                self._guard(lambda: self._stop(event))
+            case _:
+                pass
 
-    def _start(self, data: dict[str, Any]) -> None:
+    def _start(self, event: Started) -> None:
         mlflow = self.mlflow
         tracking = self.campaign.config.tracking
         mlflow.set_experiment(tracking.experiment or f"autoresearch-{self.campaign.name}")
@@ -88,59 +79,58 @@ class MlflowTracker:
                     "goal": cfg.goal[:250],
                     "metric_command": str(cfg.metric.command or "judge")[:250],
                     "scope": ",".join(cfg.scope)[:250],
-                    "max_iterations": data.get("max_iterations"),
+                    "max_iterations": event.max_iterations,
                 }
             )
 
-    def _attempt(self, record: dict[str, Any], best: float | None) -> None:
+    def _attempt(self, record: AttemptRecord, best: float | None) -> None:
         mlflow = self.mlflow
-        step = int(record.get("iteration", 0))
-        if record.get("metric") is not None:
-            mlflow.log_metric("metric", float(record["metric"]), step=step)
+        step = record.iteration
+        if record.metric is not None:
+            mlflow.log_metric("metric", record.metric, step=step)
         if best is not None:
             mlflow.log_metric("best", float(best), step=step)
         with mlflow.start_run(run_name=f"attempt {step}", nested=True):
             params = {
                 "iteration": step,
-                "status": record.get("status"),
-                "description": str(record.get("description") or "")[:250],
-                "commit": record.get("commit"),
-                "parent": record.get("parent"),
-                "files": ",".join(record.get("files") or [])[:250],
+                "status": str(record.status),
+                "description": record.description[:250],
+                "commit": record.commit,
+                "parent": record.parent,
+                "files": ",".join(record.files)[:250],
             }
-            for key, value in (record.get("params") or {}).items():
+            for key, value in (record.params or {}).items():
                 params[f"param.{key}"[:250]] = value
             mlflow.log_params(params)
             numbers = {
-                k: float(record[k])
-                for k in (
-                    "metric",
-                    "delta",
-                    "cost_usd",
-                    "tokens_in",
-                    "tokens_out",
-                    "metric_runs",
-                    "judge_cost_usd",
+                name: float(value)
+                for name, value in (
+                    ("metric", record.metric),
+                    ("delta", record.delta),
+                    ("cost_usd", record.cost.usd),
+                    ("tokens_in", record.cost.tokens_in),
+                    ("tokens_out", record.cost.tokens_out),
+                    ("metric_runs", record.metric_runs),
+                    ("judge_cost_usd", record.judge_cost.usd),
                 )
-                if isinstance(record.get(k), int | float)
+                if value is not None
             }
             if numbers:
                 mlflow.log_metrics(numbers)
-            if record.get("reason"):
-                mlflow.set_tag("reason", str(record["reason"])[:500])
-            text = attempt_diff(self.campaign.root, record) if record.get("commit") else ""
+            if record.reason:
+                mlflow.set_tag("reason", record.reason[:500])
+            text = attempt_diff(self.campaign.root, record) if record.commit else ""
             if text and step > 0:
                 mlflow.log_text(text, f"attempt-{step}.diff")
 
-    def _stop(self, data: dict[str, Any]) -> None:
-        self.mlflow.set_tag("autoresearch.stop_reason", data.get("stop_reason"))
-        summary = data.get("summary") or {}
-        if summary.get("best") is not None:
-            self.mlflow.log_metric("final_best", float(summary["best"]))
+    def _stop(self, event: Stopped) -> None:
+        self.mlflow.set_tag("autoresearch.stop_reason", event.stop_reason)
+        if event.summary.get("best") is not None:
+            self.mlflow.log_metric("final_best", float(event.summary["best"]))
         self.mlflow.end_run()
 
 
-def make_tracker(campaign: Campaign, warn: Event) -> Event | None:
+def make_tracker(campaign: Campaign, warn: Listener) -> Listener | None:
     if not campaign.config.tracking.mlflow:
         return None
     return MlflowTracker(campaign, warn)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from autoresearch.attempt import AttemptRecord
 from autoresearch.gitcmd import Git
 from autoresearch.ledger import line_hash
 from autoresearch.summary import summarize
@@ -32,47 +32,51 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
         return report
     if lines and lines[-1] == "":
         lines.pop()
-    records: list[dict[str, Any]] = []
+    records: list[AttemptRecord] = []
     previous: str | None = None
     for number, line in enumerate(lines, 1):
         try:
-            record = json.loads(line)
+            data = json.loads(line)
         except json.JSONDecodeError:
             report.problems.append(f"line {number} is not valid JSON (torn or edited)")
             previous = line
             continue
-        if not isinstance(record, dict):
+        if not isinstance(data, dict):
             report.problems.append(f"line {number} is not a JSON object")
             continue
         expected = None if previous is None else line_hash(previous)
-        if record.get("prev_hash") != expected:
+        if data.get("prev_hash") != expected:
             where = "the first line" if previous is None else f"line {number - 1}"
             report.problems.append(
-                f"line {number} (iteration {record.get('iteration')}): its prev_hash does not "
+                f"line {number} (iteration {data.get('iteration')}): its prev_hash does not "
                 f"match {where}; the ledger was altered at line {max(number - 1, 1)}"
             )
-        expected_iteration = records[-1]["iteration"] + 1 if records else 0
-        if record.get("iteration") != expected_iteration:
+        previous = line
+        try:
+            record = AttemptRecord.from_json(data)
+        except (TypeError, ValueError) as exc:
+            report.problems.append(f"line {number} is not an attempt record ({exc})")
+            continue
+        expected_iteration = records[-1].iteration + 1 if records else 0
+        if record.iteration != expected_iteration:
             report.problems.append(
-                f"line {number}: iteration {record.get('iteration')} where "
+                f"line {number}: iteration {record.iteration} where "
                 f"{expected_iteration} was expected (a record is missing or repeated)"
             )
         records.append(record)
-        previous = line
     report.records = len(records)
     repo = Git(root)
     for record in records:
-        commit = record.get("commit")
-        if not commit:
+        if not record.commit:
             continue
-        ref = f"refs/autoresearch/{name}/{record.get('iteration')}"
+        ref = f"refs/autoresearch/{name}/{record.iteration}"
         found = repo.rev(ref)
         if found is None:
-            report.problems.append(f"iteration {record.get('iteration')}: {ref} is missing")
-        elif found != commit:
+            report.problems.append(f"iteration {record.iteration}: {ref} is missing")
+        elif found != record.commit:
             report.problems.append(
-                f"iteration {record.get('iteration')}: {ref} points at {found[:12]}, the ledger "
-                f"says {str(commit)[:12]}"
+                f"iteration {record.iteration}: {ref} points at {found[:12]}, the ledger "
+                f"says {record.commit[:12]}"
             )
     summary = summarize(name, "minimize", records)
     branch = repo.rev(f"refs/heads/autoresearch/{name}")
