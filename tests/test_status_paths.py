@@ -145,8 +145,9 @@ def test_max_minutes_stops_the_campaign(tmp_path: Path, cli: Runner) -> None:
     config.write_text(config.read_text().replace("plateau = 0", "plateau = 0\nmax_minutes = 0.03"))
     git(repo, "commit", "-qam", "minutes")
     assert cli(repo, "run").returncode == 0
+    # How many attempts fit in the budget depends on the machine's speed; the stop reason
+    # does not.
     assert json.loads(cli(repo, "status", "--json").stdout)["stop_reason"] == "max_minutes"
-    assert 2 <= len(ledger(repo, "t")) <= 4
 
 
 def test_proposer_timeout_and_failure(tmp_path: Path, cli: Runner) -> None:
