@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.ledger import Ledger
@@ -64,10 +65,10 @@ def measure(files: int, attempts: int, watch: bool) -> dict[str, float]:
         result = Engine(campaign).run()
         wall = time.monotonic() - started
         assert result.stop_reason == "max_iterations", result
-        records = [r for r in Ledger(campaign.state_dir).records() if r["iteration"] > 0]
-        engine = sorted(float(r["engine_seconds"]) for r in records)
-        statuses = {r["status"] for r in records}
-        assert statuses == {"keep", "discard"}, statuses
+        records = [r for r in Ledger(campaign.state_dir).read() if r.iteration > 0]
+        engine = sorted(r.timings.engine for r in records if r.timings is not None)
+        statuses = {r.status for r in records}
+        assert statuses == {Status.KEEP, Status.DISCARD}, statuses
         return {
             "files": files,
             "attempts": len(records),

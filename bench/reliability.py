@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoresearch.attempt import Status
+from autoresearch.ledger import Ledger
 from gitrepo import commit_all, git
 
 MARK = "AR_RELIABILITY_MARK"
@@ -130,15 +132,12 @@ def kill_campaign(base: Path, kills: int, rng: random.Random) -> tuple[bool, lis
     )
     if verify.returncode != 0:
         problems.append("verify: " + verify.stdout.strip().replace("\n", "; "))
-    records = [
-        json.loads(line)
-        for line in (repo / ".autoresearch/rel/ledger.jsonl").read_text().splitlines()
-    ]
-    numbers = [r["iteration"] for r in records]
+    records = Ledger(repo / ".autoresearch/rel").read()
+    numbers = [r.iteration for r in records]
     if numbers != list(range(len(numbers))):
         problems.append(f"numbering {numbers}")
-    best = [r for r in records if r["status"] == "keep"]
-    if not best or best[-1]["metric"] != 0:
+    best = [r for r in records if r.status is Status.KEEP]
+    if not best or best[-1].metric != 0:
         problems.append("the campaign did not reach N = 3")
     if git(repo, "show", "autoresearch/rel:calc.py") != "N = 3\n":
         problems.append("the branch does not hold N = 3")
