@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -55,8 +56,10 @@ def _is_local(url: str) -> bool:
     return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
 
 
-def api_key(settings: ChatSettings, source: str, section: str) -> str:
-    key = os.environ.get(settings.api_key_env, "")
+def api_key(
+    settings: ChatSettings, source: str, section: str, environ: Mapping[str, str] | None = None
+) -> str:
+    key = (os.environ if environ is None else environ).get(settings.api_key_env, "")
     if key:
         return key
     if _is_local(settings.base_url):
@@ -94,10 +97,8 @@ class ChatClient:
         if self.settings.temperature is not None:
             kwargs["temperature"] = self.settings.temperature
         try:
-            response = self._client.chat.completions.create(
-                model=self.settings.model,
-                messages=messages,  # type: ignore[arg-type]
-                **kwargs,  # type: ignore[arg-type]
+            response = self._client.chat.completions.create(  # type: ignore[call-overload]
+                model=self.settings.model, messages=messages, **kwargs
             )
         except openai.APITimeoutError:
             raise LLMError(

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ValidationError
 
 from autoresearch.config import Campaign, ProposerConfig, format_validation_error
 from autoresearch.errors import ConfigError
+from autoresearch.process import ChildRecord
 from autoresearch.proposers.agents import PRESETS, AgentOptions, AgentProposer
-from autoresearch.proposers.base import Proposer
+from autoresearch.proposers.base import Proposer, ProposerSetup
 from autoresearch.proposers.command import CommandOptions, CommandProposer
 from autoresearch.proposers.openai_chat import ChatProposer, OpenAIOptions
 from autoresearch.proposers.optuna_params import OptunaOptions, OptunaProposer
@@ -21,21 +22,18 @@ from autoresearch.proposers.optuna_params import OptunaOptions, OptunaProposer
 @dataclass(frozen=True)
 class ProposerKind:
     options: type[BaseModel]
-    create: Callable[[Any, Campaign], Proposer]
+    create: Callable[[Any, ProposerSetup], Proposer]
 
 
 REGISTRY: dict[str, ProposerKind] = {
-    "command": ProposerKind(CommandOptions, lambda opts, campaign: CommandProposer(opts)),
-    "optuna": ProposerKind(
-        OptunaOptions,
-        lambda opts, campaign: OptunaProposer(opts, campaign, campaign.config.proposer.options()),
-    ),
-    "openai": ProposerKind(OpenAIOptions, lambda opts, campaign: ChatProposer(opts, campaign)),
+    "command": ProposerKind(CommandOptions, CommandProposer),
+    "optuna": ProposerKind(OptunaOptions, OptunaProposer),
+    "openai": ProposerKind(OpenAIOptions, ChatProposer),
 }
 
 
 def _agent(kind: str) -> ProposerKind:
-    return ProposerKind(AgentOptions, lambda opts, campaign: AgentProposer(kind, opts, campaign))
+    return ProposerKind(AgentOptions, lambda opts, setup: AgentProposer(kind, opts, setup))
 
 
 REGISTRY.update({kind: _agent(kind) for kind in PRESETS})
@@ -63,7 +61,27 @@ def validate_proposer(proposer: Proposer, workspace: Path) -> None:
         validate(workspace)
 
 
-def create_proposer(campaign: Campaign) -> Proposer:
+CHILD_RECORD = "child.pgid"
+
+
+def proposer_setup(campaign: Campaign, child: ChildRecord | None = None) -> ProposerSetup:
+    """The campaign as a proposer sees it. The commands a proposer runs write their
+    process group to `child`, by default the campaign's `child.pgid`."""
+    cfg = campaign.config
+    return ProposerSetup(
+        name=campaign.name,
+        source=campaign.display_path(),
+        state_dir=campaign.state_dir,
+        scope=tuple(cfg.scope),
+        harness=tuple(cfg.harness),
+        hidden=(cfg.judge.rubric,) if cfg.judge is not None else (),
+        direction=cfg.metric.direction or "minimize",
+        options=cfg.proposer.options(),
+        child=child if child is not None else ChildRecord(campaign.state_dir / CHILD_RECORD),
+    )
+
+
+def create_proposer(campaign: Campaign, child: ChildRecord | None = None) -> Proposer:
     config = campaign.config.proposer
     options = parse_options(config, campaign.display_path())
-    return REGISTRY[config.kind].create(options, campaign)
+    return REGISTRY[config.kind].create(options, proposer_setup(campaign, child))

@@ -17,12 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch.config import Campaign
 from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import workspace_files
-from autoresearch.harness import run_command
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.process import run_command
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
 from autoresearch.proposers.command import note_failure
 from autoresearch.scope import PathMatcher
 
@@ -239,10 +238,10 @@ PRESETS: dict[str, Preset] = {
 
 
 class AgentProposer:
-    def __init__(self, kind: str, options: AgentOptions, campaign: Campaign) -> None:
+    def __init__(self, kind: str, options: AgentOptions, setup: ProposerSetup) -> None:
         self.preset = PRESETS[kind]
         self.options = options
-        self.campaign = campaign
+        self.child = setup.child
         exe = options.executable or self.preset.tool
         found = shutil.which(exe)
         if found is None:
@@ -272,6 +271,7 @@ class AgentProposer:
             timeout=self.options.timeout,
             stdout_path=stem.with_suffix(".out"),
             stderr_path=stem.with_suffix(".err"),
+            child=self.child,
         )
         usage = self.preset.parse(result.stdout_text())
         proposal = Proposal(

@@ -2,9 +2,39 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+from autoresearch.process import ChildRecord
+
+
+def _environ() -> dict[str, str]:
+    return dict(os.environ)
+
+
+@dataclass(frozen=True)
+class ProposerSetup:
+    """What a proposer kind is built from: the campaign, narrowed to what proposers use.
+
+    A proposer keeps its own state (a study, its ideas) in `state_dir`, names itself in
+    messages by `source`, edits only files matching `scope` and not `harness`, and never
+    shows the files in `hidden` (the judge's rubric). Commands it runs write their process
+    group to `child`, so that an engine killed mid-run has it killed on the next start.
+    """
+
+    name: str  # the campaign's name
+    source: str  # the config file, as messages name it
+    state_dir: Path  # `.autoresearch/<name>`
+    scope: tuple[str, ...]
+    harness: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    direction: Literal["minimize", "maximize"] = "minimize"
+    options: Mapping[str, Any] = field(default_factory=dict)  # as written in the config
+    environ: Mapping[str, str] = field(default_factory=_environ)  # where API keys are read
+    child: ChildRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -12,7 +42,7 @@ class AttemptNote:
     """What a proposer may learn about an earlier attempt."""
 
     iteration: int
-    status: str
+    status: str  # a `Status` value
     metric: float | None
     delta: float | None
     description: str
@@ -61,7 +91,7 @@ class Outcome:
     """The engine's verdict on an attempt, reported back to the proposer."""
 
     iteration: int
-    status: str
+    status: str  # a `Status` value
     metric: float | None
     best: float | None
     direction: str

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch.harness import CommandResult, run_command
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.process import CommandResult, run_command
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
 
 
 class CommandOptions(BaseModel):
@@ -38,8 +38,9 @@ def description_from(text: str) -> str:
 
 
 class CommandProposer:
-    def __init__(self, options: CommandOptions) -> None:
+    def __init__(self, options: CommandOptions, setup: ProposerSetup) -> None:
         self.options = options
+        self.child = setup.child
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         stem = f"{ctx.iteration:04d}-proposer"
@@ -53,6 +54,7 @@ class CommandProposer:
             timeout=self.options.timeout,
             stdout_path=ctx.log_dir / f"{stem}.out",
             stderr_path=ctx.log_dir / f"{stem}.err",
+            child=self.child,
         )
         description = ""
         if description_file.is_file():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from autoresearch.config import Campaign
+from autoresearch.attempt import Status
 from autoresearch.edits import (
     EditRefused,
     description_of,
@@ -22,8 +22,14 @@ from autoresearch.edits import (
     write_edits,
 )
 from autoresearch.gitcmd import workspace_files
-from autoresearch.llm import ChatClient, ChatSettings, api_key
-from autoresearch.proposers.base import AttemptNote, Outcome, Proposal, ProposalContext
+from autoresearch.llm import ChatClient, ChatSettings, LLMError, api_key
+from autoresearch.proposers.base import (
+    AttemptNote,
+    Outcome,
+    Proposal,
+    ProposalContext,
+    ProposerSetup,
+)
 from autoresearch.scope import PathMatcher
 
 CHARS_PER_TOKEN = 4  # a conservative average for code and English
@@ -60,8 +66,8 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
-def _scope_files(workspace: Path, scope: PathMatcher, harness: PathMatcher) -> list[str]:
-    return [p for p in workspace_files(workspace) if scope.matches(p) and not harness.matches(p)]
+def _scope_files(workspace: Path, scope: PathMatcher, never: PathMatcher) -> list[str]:
+    return [p for p in workspace_files(workspace) if scope.matches(p) and not never.matches(p)]
 
 
 def _read(path: Path) -> str | None:
@@ -100,12 +106,12 @@ def _history_lines(history: list[AttemptNote]) -> tuple[list[str], list[str], li
             f" (delta {_num(note.delta)}); {note.description or 'no description'}"
             f"; changed {note.diffstat or files}"
         )
-        if note.reason and note.status not in ("keep", "discard"):
+        if note.reason and note.status not in (Status.KEEP, Status.DISCARD):
             line += f"; reason: {note.reason[:160]}"
         table.append(line)
-        if note.status == "keep":
+        if note.status == Status.KEEP:
             worked.append(f"- {note.description} (metric {_num(note.metric)})")
-        elif note.status not in ("no_change", "interrupted"):
+        elif note.status not in (Status.NO_CHANGE, Status.INTERRUPTED):
             failed.append(f"- {note.description or files}: {note.status}")
     return table, worked, failed
 
@@ -158,13 +164,15 @@ class ChatProposer:
     # Writes files only through the engine's own code: the user's checkout is safe.
     runs_commands = False
 
-    def __init__(self, options: OpenAIOptions, campaign: Campaign) -> None:
+    def __init__(self, options: OpenAIOptions, setup: ProposerSetup) -> None:
         self.options = options
-        self.campaign = campaign
-        self.client = ChatClient(options, api_key(options, campaign.display_path(), "proposer"))
-        self.scope = PathMatcher(campaign.config.scope)
-        self.harness = PathMatcher(campaign.config.harness)
-        self.ideas_path = campaign.state_dir / "ideas.md"
+        key = api_key(options, setup.source, "proposer", setup.environ)
+        self.client = ChatClient(options, key)
+        self.scope = PathMatcher(list(setup.scope))
+        self.harness = PathMatcher(list(setup.harness))
+        # Never shown nor edited: the harness and the judge's rubric.
+        self.never = PathMatcher([*setup.harness, *setup.hidden])
+        self.ideas_path = setup.state_dir / "ideas.md"
 
     def _ideas(self) -> list[str]:
         try:
@@ -181,7 +189,7 @@ class ChatProposer:
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         files: dict[str, str] = {}
-        for name in _scope_files(ctx.workspace, self.scope, self.harness):
+        for name in _scope_files(ctx.workspace, self.scope, self.never):
             text = _read(ctx.workspace / name)
             if text is not None:
                 files[name] = text
@@ -190,7 +198,10 @@ class ChatProposer:
         stem.with_suffix(".request.md").write_text(
             "\n\n".join(m["content"] for m in messages), encoding="utf-8"
         )
-        reply = self.client.complete(messages)
+        try:
+            reply = self.client.complete(messages)
+        except LLMError as exc:
+            return Proposal(failed=True, reason=str(exc))
         out = stem.with_suffix(".out")
         out.write_text(reply.text, encoding="utf-8")
         proposal = Proposal(
@@ -204,7 +215,7 @@ class ChatProposer:
         if ideas:
             self._remember(ideas)
         try:
-            planned = plan_edits(parse_blocks(reply.text), ctx.workspace, self.scope, self.harness)
+            planned = plan_edits(parse_blocks(reply.text), ctx.workspace, self.scope, self.never)
         except EditRefused as exc:
             proposal.refused = True
             proposal.reason = str(exc)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from autoresearch.config import Campaign
+from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
 from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read_param, write_param
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
 from autoresearch.scope import PathMatcher
 
-MEASURED = ("keep", "discard")
+MEASURED = (Status.KEEP, Status.DISCARD)
 REPEAT_LIMIT = 50
 
 
@@ -81,20 +82,20 @@ class OptunaProposer:
     # Writes files only through the engine's own code: the user's checkout is safe.
     runs_commands = False
 
-    def __init__(self, options: OptunaOptions, campaign: Campaign, raw: dict[str, Any]) -> None:
+    def __init__(self, options: OptunaOptions, setup: ProposerSetup) -> None:
         self.options = options
-        self.campaign = campaign
+        self.setup = setup
         try:
             self.refs = {name: ParamRef.parse(name) for name in options.space}
         except ParamError as exc:
-            raise ConfigError(f"{campaign.display_path()}: key 'proposer.space': {exc}.") from None
-        self.int_params = _int_params(raw)
+            raise ConfigError(f"{setup.source}: key 'proposer.space': {exc}.") from None
+        self.int_params = _int_params(setup.options)
         self.distributions: dict[str, Any] = {}
         for name, spec in options.space.items():
             is_int = self.int_params.get(name, False)
             if spec.log and spec.step is not None and not is_int:
                 raise ConfigError(
-                    f"{campaign.display_path()}: key 'proposer.space.\"{name}\"': 'log' and "
+                    f"{setup.source}: key 'proposer.space.\"{name}\"': 'log' and "
                     "'step' cannot be combined for real numbers."
                 )
             self.distributions[name] = _distribution(spec, is_int)
@@ -105,9 +106,9 @@ class OptunaProposer:
 
     def validate(self, root: Path) -> None:
         """Every name must exist in its file with a value of the right type."""
-        source = self.campaign.display_path()
-        scope = PathMatcher(self.campaign.config.scope)
-        harness = PathMatcher(self.campaign.config.harness)
+        source = self.setup.source
+        scope = PathMatcher(list(self.setup.scope))
+        harness = PathMatcher(list(self.setup.harness))
         for name, ref in self.refs.items():
             where = f"{source}: key 'proposer.space.\"{name}\"'"
             if not scope.matches(ref.file) or harness.matches(ref.file):
@@ -145,7 +146,7 @@ class OptunaProposer:
                 ]
             else:
                 raise ConfigError(
-                    f"{self.campaign.display_path()}: key 'proposer.space.\"{name}\"': the grid "
+                    f"{self.setup.source}: key 'proposer.space.\"{name}\"': the grid "
                     "sampler needs 'step' or 'choices' for real numbers."
                 )
         return grid
@@ -179,14 +180,14 @@ class OptunaProposer:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-        path = self.campaign.state_dir / "optuna.journal"
+        self.setup.state_dir.mkdir(parents=True, exist_ok=True)
+        path = self.setup.state_dir / "optuna.journal"
         storage = JournalStorage(JournalFileBackend(str(path)))
-        direction = self.campaign.config.metric.direction
         study = optuna.create_study(
-            study_name=self.campaign.name,
+            study_name=self.setup.name,
             storage=storage,
             sampler=self._sampler(),
-            direction=direction,
+            direction=self.setup.direction,
             load_if_exists=True,
         )
         # A trial left running by an engine that died is a failure, not a pending result.
@@ -260,7 +261,8 @@ class OptunaProposer:
                 seen[key] = done
         for _ in range(REPEAT_LIMIT):
             trial = self.study.ask(self.distributions)
-            known = seen.get(self._key(trial.params))
+            key = self._key(trial.params)
+            known = seen.get(key) if key is not None else None
             if known is None:
                 return trial
             if known.state == TrialState.COMPLETE:
@@ -282,7 +284,7 @@ class OptunaProposer:
         number, self.pending = self.pending, None
         if outcome.status in MEASURED and outcome.metric is not None:
             self.study.tell(number, outcome.metric, skip_if_finished=True)
-        elif outcome.status == "no_change" and outcome.best is not None:
+        elif outcome.status == Status.NO_CHANGE and outcome.best is not None:
             self.study.tell(number, outcome.best, skip_if_finished=True)
         else:
             self.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
@@ -317,7 +319,7 @@ def _type_problem(dist: Any, value: Any) -> str | None:
     return None
 
 
-def _int_params(raw: dict[str, Any]) -> dict[str, bool]:
+def _int_params(raw: Mapping[str, Any]) -> dict[str, bool]:
     """Which numeric ranges the config wrote as integers (`low = 0`, not `low = 0.0`)."""
     out: dict[str, bool] = {}
     for name, spec in (raw.get("space") or {}).items():
