@@ -10,7 +10,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.proposers.base import AttemptNote, ProposalContext
-from autoresearch.summary import RecordLike, summarize, typed
+from autoresearch.summary import summarize
 
 HISTORY_LIMIT = 30
 
@@ -102,21 +102,20 @@ def history_notes(records: Sequence[AttemptRecord]) -> list[AttemptNote]:
 
 def proposal_context(
     campaign: Campaign,
-    records: Sequence[RecordLike],
+    records: Sequence[AttemptRecord],
     iteration: int,
     best: float | None,
     workspace: Path,
     log_dir: Path,
 ) -> ProposalContext:
     """Everything a proposer may know for this attempt; the prompt file is written too."""
-    attempts = typed(records)
     cfg = campaign.config
     instructions = ""
     if cfg.instructions:
         instructions = (campaign.root / cfg.instructions).read_text(
             encoding="utf-8", errors="replace"
         )
-    summary = summarize(cfg.name, str(cfg.metric.direction), attempts)
+    summary = summarize(cfg.name, str(cfg.metric.direction), records)
     facts: dict[str, Any] = {
         "iteration": iteration,
         "goal": cfg.goal,
@@ -127,7 +126,7 @@ def proposal_context(
         "metric_command": cfg.metric.command or JUDGE_METRIC,
         "baseline": summary.baseline,
         "best": best,
-        "history": history_notes(attempts),
+        "history": history_notes(records),
     }
     text = build_prompt(**facts)
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
