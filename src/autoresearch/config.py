@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from autoresearch.decide import Rule
 from autoresearch.errors import ConfigError
 from autoresearch.llm import ChatSettings
 from autoresearch.scope import PathMatcher
@@ -96,6 +97,11 @@ class DecisionConfig(_Strict):
     def _delta(cls, value: float | str) -> float | str:
         parse_min_delta(value)
         return value
+
+    def to_rule(self) -> Rule:
+        """The rule as the plain value `decide` works with."""
+        amount, percent = parse_min_delta(self.min_delta)
+        return Rule(self.rule, amount, percent, self.repeats, self.max_samples, self.confidence)
 
 
 def parse_min_delta(value: float | str) -> tuple[float, bool]:

@@ -1,11 +1,17 @@
-"""Decision rules: samples in, verdict out. Pure functions, no I/O.
+"""Decision rules: samples in, verdict out. Pure, no I/O, imports nothing from the package.
 
-Rules:
+Rules (`Rule.name`):
 - `strict`: one sample; keep if better (equal is not better).
 - `threshold`: one sample; keep if better by more than `min_delta`.
 - `repeats`: `repeats` samples of each candidate (and of the baseline); keep if the mean gain
   exceeds max(min_delta, 2 sigma of the difference of the means).
-- `sequential`: see `sequential_verdict`.
+- `sequential`: a look after every sample, candidate and incumbent measured in turn; see
+  `judge` and docs/sequential.md.
+
+`Comparison` is the sampling procedure of every rule: it says which side to measure next
+(or gives the verdict) and takes the values measured. The evaluator drives it with real
+runs, the calibration of the sequential boundary with simulated ones, the tests and the
+benchmarks with theirs.
 """
 
 from __future__ import annotations
@@ -13,18 +19,71 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Literal, NamedTuple, Protocol
 
-from autoresearch.config import DecisionConfig, parse_min_delta
+RuleName = Literal["strict", "threshold", "repeats", "sequential"]
+RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential")
+Direction = Literal["minimize", "maximize"]
 
 
 class Verdict(Enum):
     KEEP = "keep"
     DISCARD = "discard"
     MORE = "more"  # another sample is needed before deciding
+
+
+class Side(Enum):
+    """The version of the code a comparison wants measured next."""
+
+    CANDIDATE = "candidate"
+    INCUMBENT = "incumbent"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How candidates are judged: the `[decision]` table as a plain value."""
+
+    name: RuleName = "strict"
+    min_delta: float = 0.0  # the smallest gain worth keeping
+    percent: bool = False  # min_delta is a percentage of the incumbent's value
+    repeats: int = 5
+    max_samples: int = 8
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.name not in RULE_NAMES:
+            raise ValueError(f"unknown decision rule {self.name!r}")
+
+    def min_delta_abs(self, reference: float) -> float:
+        return abs(reference) * self.min_delta / 100.0 if self.percent else self.min_delta
+
+    @property
+    def baseline_samples(self) -> int:
+        """Samples of the baseline (and the first batch of each candidate)."""
+        if self.name == "repeats":
+            return self.repeats
+        if self.name == "sequential":
+            return BASELINE_SAMPLES
+        return 1
+
+    @property
+    def cap(self) -> int:
+        """The most samples of a candidate one comparison takes."""
+        return self.max_samples if self.name == "sequential" else self.baseline_samples
+
+
+class RuleSource(Protocol):
+    """Anything that knows its rule (the campaign's decision config)."""
+
+    def to_rule(self) -> Rule: ...
+
+
+def as_rule(rule: Rule | RuleSource) -> Rule:
+    return rule if isinstance(rule, Rule) else rule.to_rule()
 
 
 @dataclass(frozen=True)
@@ -40,23 +99,20 @@ def gain(candidate: float, incumbent: float, direction: str) -> float:
     return incumbent - candidate if direction == "minimize" else candidate - incumbent
 
 
-def min_delta_abs(rule: DecisionConfig, reference: float) -> float:
-    amount, percent = parse_min_delta(rule.min_delta)
-    return abs(reference) * amount / 100.0 if percent else amount
-
-
 def estimate(samples: Sequence[float]) -> float:
     """The number a rule reports for a set of samples."""
     return statistics.fmean(samples)
 
 
-def samples_needed(rule: DecisionConfig) -> int:
+def _mean(samples: Sequence[float]) -> float:
+    # What `estimate` computes (statistics.fmean), without its overhead: the calibration
+    # takes hundreds of thousands of looks.
+    return math.fsum(samples) / len(samples)
+
+
+def samples_needed(rule: Rule | RuleSource) -> int:
     """Samples of the baseline (and the first batch of each candidate)."""
-    if rule.rule == "repeats":
-        return rule.repeats
-    if rule.rule == "sequential":
-        return BASELINE_SAMPLES
-    return 1
+    return as_rule(rule).baseline_samples
 
 
 # The baseline is measured this often under `sequential`, to seed the noise estimate.
@@ -78,6 +134,38 @@ def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
     if dof == 0:
         return None
     return Noise(sigma=math.sqrt(ss / dof), dof=dof)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The samples of every version of the code measured so far, one group per version.
+
+    The incumbent's group (`incumbent`, its index; None when it has none yet) grows with
+    the samples a comparison takes of it, and the candidate's samples join as a group of
+    their own: the noise estimate at a look pools them all.
+    """
+
+    groups: tuple[tuple[float, ...], ...] = ()
+    incumbent: int | None = None
+
+    @classmethod
+    def of(cls, groups: Mapping[str, Sequence[float]], incumbent: str) -> Pool:
+        keys = list(groups)
+        return cls(
+            tuple(tuple(groups[key]) for key in keys),
+            keys.index(incumbent) if incumbent in groups else None,
+        )
+
+    def noise(self, fresh: Sequence[float], candidate: Sequence[float]) -> Noise | None:
+        groups: list[Sequence[float]] = list(self.groups)
+        if fresh:
+            if self.incumbent is None:
+                groups.append(fresh)
+            else:
+                groups[self.incumbent] = (*groups[self.incumbent], *fresh)
+        if candidate:
+            groups.append(candidate)
+        return pooled_noise(groups)
 
 
 def normal_cdf(z: float) -> float:
@@ -196,78 +284,256 @@ def _projection(k: int, n: int, max_samples: int) -> float:
     return math.sqrt(1 / max_samples + 1 / final_n) / math.sqrt(1 / k + 1 / n)
 
 
-class _NullPath:
-    """A candidate with no true gain, measured in the engine's order from fixed draws.
+@lru_cache(maxsize=4096)
+def _geometry(k: int, n: int, max_samples: int) -> tuple[float, float, float, float]:
+    """What a look with k candidate and n reference samples needs besides the values:
+    the standard error's factor sqrt(1/k + 1/n), the drop bar, the futility share and
+    the projection. Cached: the calibration takes hundreds of thousands of looks."""
+    return (
+        math.sqrt(1 / k + 1 / n),
+        drop_bar(n),
+        futility_share(k, max_samples),
+        _projection(k, n, max_samples),
+    )
 
-    `draws[0]` is the noise estimate's scale (s / sigma); the others are standard normal
-    samples taken in turn from `pos` on: the first candidate sample, then incumbent and
-    candidate alternately. `reference` is what the evaluation starts with, the last `fresh`
-    of it taken just now.
+
+class Look(NamedTuple):
+    """What a comparison saw at one look (after a sample)."""
+
+    candidate: int  # candidate samples so far
+    reference: int  # reference samples compared with
+    fresh: int  # incumbent samples taken during this comparison
+    gain: float  # of the means, positive = the candidate is better
+    z: float | None = None  # gain / its standard error (sequential with noise only)
+    futility: float = 0.0  # the futility bar, as a share of the efficacy boundary
+    efficacy: float | None = None  # the efficacy boundary this look was judged at
+
+
+def judge(
+    rule: Rule,
+    direction: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    fresh: int = 0,
+    noise: Noise | None = None,
+    carried: int = 0,
+    efficacy: float | None = None,
+    open_walk: bool = False,
+) -> tuple[Verdict, Look | None]:
+    """The rule's verdict on the samples so far, and what it looked at.
+
+    `reference` holds the incumbent samples a candidate is compared with; under
+    `sequential` its last `fresh` were taken during this comparison, and `carried` says how
+    many it had from earlier comparisons when this one began (0 right after a keep).
+
+    Sequential: z = gain of the means / its standard error, the standard error from the
+    pooled noise estimate. Keep when z crosses the efficacy boundary, the estimated gain
+    exceeds min_delta and at least one incumbent sample is fresh (so that a drifting
+    machine cannot turn an old reference into a gain). Drop when the candidate does not
+    look better at all, when it is confidently short of min_delta, when the projected
+    statistic falls below the futility bar, or after max_samples of each. The boundary is
+    `efficacy` when given, else calibrated for the start state; `open_walk` judges with no
+    boundary at all (never keep, no futility): only the stops no boundary changes.
+    """
+    if not candidate or not reference:
+        return Verdict.MORE, None
+    ref_mean = _mean(reference)
+    g = gain(_mean(candidate), ref_mean, direction)
+    k = len(candidate)
+    n = len(reference)
+    if rule.name == "sequential":
+        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+    look = Look(k, n, fresh, g)
+    if rule.name == "strict":
+        return (Verdict.KEEP if g > 0 else Verdict.DISCARD), look
+    threshold = rule.min_delta_abs(ref_mean)
+    if rule.name == "repeats":
+        if k < rule.repeats:
+            return Verdict.MORE, look
+        var_c = statistics.variance(candidate) if k > 1 else 0.0
+        var_i = statistics.variance(reference) if n > 1 else 0.0
+        threshold = max(threshold, 2 * math.sqrt(var_c / k + var_i / n))
+    return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
+
+
+def _sequential(
+    rule: Rule,
+    g: float,
+    ref_mean: float,
+    k: int,
+    n: int,
+    fresh: int,
+    noise: Noise | None,
+    carried: int,
+    efficacy: float | None,
+    open_walk: bool,
+) -> tuple[Verdict, Look]:
+    delta = rule.min_delta_abs(ref_mean)
+    max_samples = rule.max_samples
+    done = k >= max_samples and fresh >= max_samples
+    if noise is None or noise.sigma <= 0:
+        # Exact samples: only min_delta and drift are left to rule out.
+        look = Look(k, n, fresh, g)
+        if g <= delta:
+            return Verdict.DISCARD, look
+        if open_walk:
+            return (Verdict.DISCARD if done else Verdict.MORE), look
+        return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
+    factor, bar, share, projection = _geometry(k, n, max_samples)
+    se = noise.sigma * factor
+    z = g / se
+    if open_walk:
+        look = Look(k, n, fresh, g, z, share * projection)
+        return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
+    if efficacy is None:
+        # The boundary stays fixed through a comparison, as calibrated: it follows the
+        # noise estimate's degrees of freedom before this comparison's samples joined it.
+        efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy)
+    if fresh >= 1 and z >= efficacy and g > delta:
+        return Verdict.KEEP, look
+    if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
+        return Verdict.DISCARD, look
+    if share > 0 and z < share * efficacy * projection:
+        return Verdict.DISCARD, look
+    return Verdict.MORE, look
+
+
+class Comparison:
+    """One candidate against the incumbent, sample by sample: the sampling procedure of
+    every rule.
+
+    `next()` names the side to measure (`Side`) or gives the verdict (KEEP or DISCARD);
+    `add(value)` takes the value measured on the side it named. The order:
+
+    - `strict`, `threshold`: one candidate sample;
+    - `repeats`: `repeats` candidate samples;
+    - `sequential`: an incumbent with fewer than REFERENCE_MIN reference samples (freshly
+      kept: the samples that selected it are biased) is measured first; then candidate,
+      incumbent, candidate, ... with a look after every sample.
+
+    `reference` is the incumbent samples the candidate is compared with (under
+    `sequential` its last `max_samples` unbiased ones), `noise` the noise estimate (fixed,
+    or a `Pool` that the comparison's own samples join), `carried` how many reference
+    samples earlier comparisons left behind (the start state). `efficacy` fixes the
+    sequential boundary instead of the calibrated one; `open_walk` judges with none (see
+    `judge`).
     """
 
-    def __init__(self, draws: list[float], reference: list[float], fresh: int, pos: int):
-        self.draws = draws
-        self.reference = list(reference)
-        self.fresh = fresh
-        self.pos = pos
+    def __init__(
+        self,
+        rule: Rule,
+        direction: str,
+        reference: Sequence[float] = (),
+        noise: Noise | Pool | None = None,
+        carried: int = 0,
+        *,
+        efficacy: float | None = None,
+        open_walk: bool = False,
+    ) -> None:
+        self.rule = rule
+        self.direction = direction
+        self.noise_source = noise
+        self.carried = carried
+        self.efficacy = efficacy
+        self.open_walk = open_walk
+        self.sequential = rule.name == "sequential"
+        if self.sequential:
+            self.reference: list[float] = list(reference)[-rule.max_samples :]
+        elif reference:
+            self.reference = list(reference)
+        else:
+            raise ValueError(f"the {rule.name} rule needs samples of the incumbent")
+        self.candidate: list[float] = []
+        self.fresh: list[float] = []  # incumbent samples taken during this comparison
+        self.look: Look | None = None
+        self._batch = rule.repeats if rule.name == "repeats" else 1
+        self._next: Side | Verdict = self._first()
 
-    def looks(self, max_samples: int) -> Iterator[tuple[float, float]]:
-        """Yield (z, futility bar as a share of the boundary) at every look, until the path
-        stops whatever the boundary: z at or below the drop bar, or the last look."""
-        scale = self.draws[0]
-        cand_sum = self.draws[self.pos]
-        self.pos += 1
-        k = 1
-        measure_incumbent = True
-        while True:
-            n = len(self.reference)
-            z = (sum(self.reference) / n - cand_sum / k) / (scale * math.sqrt(1 / k + 1 / n))
-            yield z, futility_share(k, max_samples) * _projection(k, n, max_samples)
-            if z <= drop_bar(n) or (k >= max_samples and self.fresh >= max_samples):
-                return
-            value = self.draws[self.pos]
-            self.pos += 1
-            if measure_incumbent:
-                self.reference = [*self.reference, value][-max_samples:]
-                self.fresh += 1
-            else:
-                cand_sum += value
-                k += 1
-            measure_incumbent = not measure_incumbent
+    def next(self) -> Side | Verdict:
+        return self._next
+
+    @property
+    def verdict(self) -> Verdict:
+        """KEEP or DISCARD once decided, MORE before."""
+        return self._next if isinstance(self._next, Verdict) else Verdict.MORE
+
+    def noise(self) -> Noise | None:
+        """The noise estimate with this comparison's samples so far."""
+        source = self.noise_source
+        if isinstance(source, Pool):
+            return source.noise(self.fresh, self.candidate)
+        return source
+
+    def add(self, value: float) -> Look | None:
+        """Take the value measured on the side `next()` named; the look it led to, if any."""
+        side = self._next
+        if side is Side.INCUMBENT:
+            self.fresh.append(value)
+            reference = self.reference
+            reference.append(value)
+            if len(reference) > self.rule.max_samples:
+                del reference[0]
+            if not self.candidate:
+                self._next = self._first()
+                return None
+        elif side is Side.CANDIDATE:
+            self.candidate.append(value)
+            if len(self.candidate) < self._batch:
+                return None
+        else:
+            raise RuntimeError(f"the comparison is decided ({side.value}); nothing to add")
+        verdict, look = self._judge()
+        self.look = look
+        if verdict is not Verdict.MORE:
+            self._next = verdict
+        elif self.sequential and side is Side.CANDIDATE:
+            self._next = Side.INCUMBENT
+        else:
+            self._next = Side.CANDIDATE
+        return look
+
+    def _first(self) -> Side:
+        if self.sequential and len(self.reference) < REFERENCE_MIN:
+            return Side.INCUMBENT
+        return Side.CANDIDATE
+
+    def _judge(self) -> tuple[Verdict, Look | None]:
+        noise = self.noise_source
+        if isinstance(noise, Pool):
+            noise = noise.noise(self.fresh, self.candidate)
+        if not self.sequential:
+            return judge(self.rule, self.direction, self.reference, self.candidate)
+        ref_mean = _mean(self.reference)
+        g = gain(_mean(self.candidate), ref_mean, self.direction)
+        return _sequential(
+            self.rule,
+            g,
+            ref_mean,
+            len(self.candidate),
+            len(self.reference),
+            len(self.fresh),
+            noise,
+            self.carried,
+            self.efficacy,
+            self.open_walk,
+        )
 
 
-def _critical_boundary(path: _NullPath, max_samples: int) -> float:
-    """The largest efficacy boundary at which this null path would be kept (0: never).
-
-    A path is kept at a look when z >= boundary (with a fresh incumbent sample) and dropped
-    when z falls below the futility bar, which scales with the boundary. Kept(boundary) is
-    monotone, so the critical boundary is the best look's min(z, the futility headroom of
-    the looks before it).
-    """
-    best = 0.0
-    headroom = math.inf  # the largest boundary the earlier looks let through
-    for z, bar in path.looks(max_samples):
-        if path.fresh >= 1:
-            best = max(best, min(z, headroom))
-        if bar > 0:
-            headroom = min(headroom, z / bar)
-        if headroom <= best:
-            break
-    return best
-
-
-def _null_attempt(path: _NullPath, boundary: float, max_samples: int) -> bool:
-    """Evaluate the null path's candidate at a fixed boundary; whether it was (wrongly)
-    kept. The next candidate inherits the reference, with no fresh sample."""
-    kept = False
-    for z, bar in path.looks(max_samples):
-        if path.fresh >= 1 and z >= boundary:
-            kept = True
-            break
-        if z < bar * boundary:
-            break
-    path.fresh = 0
-    return kept
+def decide(
+    incumbent: Sequence[float],
+    candidate: Sequence[float],
+    direction: str,
+    rule: Rule | RuleSource,
+    noise: Noise | None = None,
+    fresh_incumbent: int = 0,
+    carried: int = 0,
+) -> Verdict:
+    """The rule's verdict at one look (see `judge`); `Comparison` takes the looks in turn."""
+    verdict, _ = judge(
+        as_rule(rule), direction, incumbent, candidate, fresh_incumbent, noise, carried
+    )
+    return verdict
 
 
 class Start(Enum):
@@ -289,14 +555,58 @@ def start_state(carried: int, max_samples: int) -> Start:
 PRIOR_ATTEMPTS = {Start.AFTER_KEEP: 0, Start.PARTIAL: 1, Start.FULL: 4}
 
 
+def _prior_attempt(test: Comparison, draws: Iterator[float], boundary: float) -> Verdict:
+    """Drive a null candidate's comparison at a fixed boundary; its verdict.
+
+    Besides the rule's own stops, a prior candidate is dropped whenever z falls below the
+    futility bar times the boundary, also at the first look, where the rule has no bar
+    (bar 0: z < 0) and against a single reference sample goes on unless z <= -1. This is
+    how the boundaries were first calibrated, kept so that they stay what they are.
+    """
+    while True:
+        side = test.next()
+        if isinstance(side, Verdict):
+            return side
+        look = test.add(next(draws))
+        if look is not None and test.verdict is Verdict.MORE:
+            assert look.z is not None
+            if look.z < look.futility * boundary:
+                return Verdict.DISCARD
+
+
+def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
+    """The largest efficacy boundary at which this null comparison would be kept (0: never).
+
+    `test` walks open (no boundary), so it runs until a stop that no boundary changes. At
+    a boundary b the comparison is kept at a look when z >= b (with a fresh incumbent
+    sample) and dropped when z falls below the futility bar, which scales with b.
+    Kept(b) is monotone, so the critical boundary is the best look's min(z, the futility
+    headroom of the looks before it).
+    """
+    best = 0.0
+    headroom = math.inf  # the largest boundary the earlier looks let through
+    while isinstance(test.next(), Side):
+        look = test.add(next(draws))
+        if look is None:
+            continue
+        assert look.z is not None
+        if look.fresh >= 1:
+            best = max(best, min(look.z, headroom))
+        if look.futility > 0:
+            headroom = min(headroom, look.z / look.futility)
+        if headroom <= best:
+            break
+    return best
+
+
 @lru_cache(maxsize=256)
 def calibrated_efficacy(
     max_samples: int, confidence: float, dof: int, start: Start = Start.AFTER_KEEP
 ) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
-    probability at most 1 - confidence under this very procedure: a look after every
-    sample, interleaved incumbent samples, binding futility, and a noise estimate with
-    `dof` degrees of freedom.
+    probability at most 1 - confidence by `Comparison` itself: a look after every sample,
+    interleaved incumbent samples, binding futility, and a noise estimate with `dof`
+    degrees of freedom.
 
     Each start state has its own boundary, because the reference differs. Right after a
     keep it is the new incumbent's fresh re-measurements. Later it was carried over from
@@ -323,16 +633,23 @@ def calibrated_efficacy(
         )
         for i in range(prior)
     ]
+    rule = Rule("sequential", max_samples=max_samples, confidence=confidence)
     critical = []
     for _ in range(CALIBRATION_PATHS):
-        scale = math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof)  # s / sigma, chi-square
-        draws = [scale] + [
-            rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)
-        ]
-        path = _NullPath(draws, draws[1 : 1 + REFERENCE_MIN], REFERENCE_MIN, 1 + REFERENCE_MIN)
-        # A prior candidate kept makes a new incumbent: the path never reaches the state.
-        if not any(_null_attempt(path, boundary, max_samples) for boundary in boundaries):
-            critical.append(_critical_boundary(path, max_samples))
+        noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof)  # s/sigma
+        draws = iter(
+            [rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)]
+        )
+        reference: list[float] = []
+        for boundary in boundaries:
+            test = Comparison(rule, "minimize", reference, noise, len(reference), efficacy=boundary)
+            # A prior candidate kept makes a new incumbent: the path never reaches the state.
+            if _prior_attempt(test, draws, boundary) is Verdict.KEEP:
+                break
+            reference = test.reference
+        else:
+            walk = Comparison(rule, "minimize", reference, noise, len(reference), open_walk=True)
+            critical.append(_critical_boundary(walk, draws))
     critical.sort(reverse=True)
     # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
     # `allowed` paths.
@@ -348,60 +665,11 @@ def _dof_step(dof: int) -> int:
     return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
 
 
-def sequential_bounds(rule: DecisionConfig, dof: int, carried: int = 0) -> float:
+def sequential_bounds(rule: Rule | RuleSource, dof: int, carried: int = 0) -> float:
     """The efficacy boundary on the t statistic of the gain."""
+    rule = as_rule(rule)
     start = start_state(carried, rule.max_samples)
     return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
-
-
-def sequential_verdict(
-    incumbent: Sequence[float],
-    candidate: Sequence[float],
-    fresh_incumbent: int,
-    direction: str,
-    rule: DecisionConfig,
-    noise: Noise | None,
-    carried: int = 0,
-) -> Verdict:
-    """Decide after every sample, candidate and incumbent measured in turn.
-
-    `incumbent` holds the incumbent's reference samples (up to max_samples, the ones taken
-    during this evaluation last); `fresh_incumbent` says how many of them were taken during
-    it, and `carried` how many it had from earlier evaluations when this one began (0 right
-    after a keep). The statistic is z = gain of the means / its standard error, the standard
-    error from the pooled noise estimate. Keep when z crosses the calibrated efficacy boundary, the
-    estimated gain exceeds min_delta and at least one incumbent sample is fresh (so that a
-    drifting machine cannot turn an old reference into a gain). Drop when the candidate does
-    not look better at all, when it is confidently short of min_delta, when the projected
-    statistic falls below the futility bar, or after max_samples of each.
-    """
-    if not candidate or not incumbent:
-        return Verdict.MORE
-    k = len(candidate)
-    max_samples = rule.max_samples
-    g = gain(estimate(candidate), estimate(incumbent), direction)
-    delta = min_delta_abs(rule, estimate(incumbent))
-    if noise is None or noise.sigma <= 0:
-        # Exact samples: only min_delta and drift are left to rule out.
-        if g <= delta:
-            return Verdict.DISCARD
-        return Verdict.KEEP if fresh_incumbent >= 1 else Verdict.MORE
-    n = len(incumbent)
-    se = noise.sigma * math.sqrt(1 / k + 1 / n)
-    # The boundary stays fixed through an evaluation, as calibrated: it follows the noise
-    # estimate's degrees of freedom before this evaluation's own samples joined it.
-    efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh_incumbent, carried)
-    z = g / se
-    if fresh_incumbent >= 1 and z >= efficacy and g > delta:
-        return Verdict.KEEP
-    if z <= drop_bar(n) or (delta > 0 and g + efficacy * se <= delta):
-        return Verdict.DISCARD
-    if k >= max_samples and fresh_incumbent >= max_samples:
-        return Verdict.DISCARD
-    share = futility_share(k, max_samples)
-    if share > 0 and z < share * efficacy * _projection(k, n, max_samples):
-        return Verdict.DISCARD
-    return Verdict.MORE
 
 
 def confidence_better(
@@ -412,35 +680,3 @@ def confidence_better(
         return None
     se = noise.sigma * math.sqrt(1 / len(candidate) + 1 / len(incumbent))
     return t_cdf(gain(estimate(candidate), estimate(incumbent), direction) / se, noise.dof)
-
-
-def decide(
-    incumbent: Sequence[float],
-    candidate: Sequence[float],
-    direction: str,
-    rule: DecisionConfig,
-    noise: Noise | None = None,
-    fresh_incumbent: int = 0,
-    carried: int = 0,
-) -> Verdict:
-    if not candidate or not incumbent:
-        return Verdict.MORE
-    g = gain(estimate(candidate), estimate(incumbent), direction)
-    if rule.rule == "strict":
-        return Verdict.KEEP if g > 0 else Verdict.DISCARD
-    if rule.rule == "threshold":
-        threshold = min_delta_abs(rule, estimate(incumbent))
-        return Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD
-    if rule.rule == "repeats":
-        if len(candidate) < rule.repeats:
-            return Verdict.MORE
-        var_c = statistics.variance(candidate) if len(candidate) > 1 else 0.0
-        var_i = statistics.variance(incumbent) if len(incumbent) > 1 else 0.0
-        sigma_delta = math.sqrt(var_c / len(candidate) + var_i / len(incumbent))
-        threshold = max(min_delta_abs(rule, estimate(incumbent)), 2 * sigma_delta)
-        return Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD
-    if rule.rule == "sequential":
-        return sequential_verdict(
-            incumbent, candidate, fresh_incumbent, direction, rule, noise, carried
-        )
-    raise ValueError(f"unknown decision rule {rule.rule!r}")
