@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import (
-    REFERENCE_MIN,
-    Noise,
-    Verdict,
-    decide,
-    estimate,
-    pooled_noise,
-    samples_needed,
-)
+from autoresearch.decide import Comparison, Noise, Pool, Side, Verdict, estimate, pooled_noise
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
-from autoresearch.summary import sample_groups
+from autoresearch.summary import sample_groups, typed
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -40,11 +33,10 @@ class Evaluation:
     samples: list[float] = field(default_factory=list)
     incumbent_samples: list[float] = field(default_factory=list)
     verdict: Verdict = Verdict.DISCARD
-    failure: str | None = None  # crash, timeout or tampered
+    failure: Status | None = None  # crash, timeout or tampered
     reason: str = ""
     seconds: float = 0.0
     runs: int = 0
-    carried: int = 0  # reference samples earlier evaluations left when this one began
     cost_usd: float = 0.0  # what an LLM judge cost
     tokens_in: int = 0
     tokens_out: int = 0
@@ -64,6 +56,14 @@ def measurement_env(pass_env: list[str]) -> dict[str, str]:
 
 
 class Evaluator:
+    """Runs what a `Comparison` asks for, through the executor, until it gives a verdict.
+
+    It keeps the samples of every version of the code measured so far (for the pooled
+    noise and the incumbent's reference), and which of a kept commit's samples selected
+    it. The engine says which commit is the incumbent: it passes it to `evaluate`, and
+    `baseline` and `kept` mark a commit as selected.
+    """
+
     def __init__(
         self,
         campaign: Campaign,
@@ -75,8 +75,8 @@ class Evaluator:
     ) -> None:
         cfg = campaign.config
         self.campaign = campaign
-        self.rule = cfg.decision
-        self.direction = cfg.metric.direction
+        self.rule = cfg.decision.to_rule()
+        self.direction = cfg.metric.direction or "minimize"
         self.workspace = workspace
         self.executor = executor
         self.fingerprint = fingerprint
@@ -103,46 +103,50 @@ class Evaluator:
         # How many of a commit's samples were taken when it was measured itself (as the
         # baseline or as a candidate); the rest are re-measurements as the incumbent.
         self.own: dict[str, int] = {}
-        self.incumbent = ""
+        # The incumbent for the engine's older calls, which do not pass it.
+        self._legacy_incumbent = ""
 
     # -- bookkeeping --------------------------------------------------------------------
 
-    def load(self, records: list[dict[str, Any]], incumbent: str) -> None:
+    def load(self, records: Sequence[AttemptRecord | dict[str, Any]], *legacy: str) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
-        self.groups = sample_groups(records)
+        read = typed(records)
+        self.groups = sample_groups(read)
         self.selected = {
-            str(r["commit"]): len(r.get("samples") or [])
-            for r in records
-            if r.get("status") == "keep" and r.get("commit")
+            r.commit: len(r.samples or ()) for r in read if r.status is Status.KEEP and r.commit
         }
-        self.own = {
-            str(r["commit"]): len(r.get("samples") or [])
-            for r in records
-            if r.get("status") in ("keep", "baseline") and r.get("commit")
-        }
-        self.incumbent = incumbent
+        self.own = {r.commit: len(r.samples or ()) for r in read if r.status.sets_best and r.commit}
+        if legacy:
+            self._legacy_incumbent = legacy[0]
 
-    def incumbent_samples(self) -> list[float]:
-        return self.groups.get(self.incumbent, [])
-
-    def reference(self) -> list[float]:
+    def reference(self, incumbent: str) -> list[float]:
         """The incumbent samples a candidate is compared with."""
-        samples = self.incumbent_samples()
-        if self.rule.rule == "sequential":
-            unbiased = samples[self.selected.get(self.incumbent, 0) :]
+        samples = self.groups.get(incumbent, [])
+        if self.rule.name == "sequential":
+            unbiased = samples[self.selected.get(incumbent, 0) :]
             return unbiased[-self.rule.max_samples :]
         return samples
 
-    def carried(self) -> int:
+    def carried(self, incumbent: str) -> int:
         """How many reference samples earlier candidates' evaluations left behind."""
-        remeasured = len(self.incumbent_samples()) - self.own.get(self.incumbent, 0)
-        return max(0, min(len(self.reference()), remeasured))
+        remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
+        return max(0, min(len(self.reference(incumbent)), remeasured))
 
     def noise(self, extra: list[float] | None = None) -> Noise | None:
         groups = list(self.groups.values())
         if extra:
             groups.append(extra)
         return pooled_noise(groups)
+
+    def comparison(self, incumbent: str) -> Comparison:
+        """The procedure that decides on a candidate against `incumbent` now."""
+        return Comparison(
+            self.rule,
+            self.direction,
+            self.reference(incumbent),
+            Pool.of(self.groups, incumbent),
+            self.carried(incumbent),
+        )
 
     def env(self, iteration: int) -> dict[str, str]:
         env = measurement_env(self.campaign.config.sandbox.pass_env)
@@ -157,7 +161,7 @@ class Evaluator:
         """One run in the worktree as it is; None (and `out.failure`) when it fails."""
         tampered = self.fingerprint.changed(self.campaign, self.workspace.path)
         if tampered:
-            out.failure, out.reason = "tampered", f"{tampered} changed during the campaign"
+            out.failure, out.reason = Status.TAMPERED, f"{tampered} changed during the campaign"
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
@@ -168,7 +172,7 @@ class Evaluator:
         out.runs += 1
         self.workspace.settle()
         if not result.ok:
-            out.failure = "timeout" if result.outcome == "timeout" else "crash"
+            out.failure = Status.TIMEOUT if result.outcome == "timeout" else Status.CRASH
             out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
             return None
         return result.value if spec.parse else 0.0
@@ -182,83 +186,58 @@ class Evaluator:
         out.tokens_in += verdict.tokens_in
         out.tokens_out += verdict.tokens_out
         if verdict.score is None:
-            out.failure, out.reason = "crash", verdict.reason
+            out.failure, out.reason = Status.CRASH, verdict.reason
         return verdict.score
 
-    # -- the three things the engine asks for -------------------------------------------
+    # -- what the engine asks for -------------------------------------------------------
 
     def baseline(self, commit: str) -> Evaluation:
+        """Measure the starting code; on success `commit` is the incumbent."""
         out = Evaluation(verdict=Verdict.KEEP)
-        count = samples_needed(self.rule)
+        count = self.rule.baseline_samples
         for k in range(count):
             self.phase("measuring", 0, sample=k + 1, samples=count)
             value = self._run(self.metric, 0, f"0000-metric-{k + 1}", out)
             if value is None:
                 return out
             out.samples.append(value)
-        self.incumbent = commit
         self.groups[commit] = list(out.samples)
         self.own[commit] = len(out.samples)
+        self._legacy_incumbent = commit
         return out
 
-    def evaluate(self, iteration: int, candidate: Candidate, commit: str) -> Evaluation:
-        """Measure the candidate (and re-measure the incumbent) until the rule decides."""
+    def evaluate(
+        self, iteration: int, candidate: Candidate, commit: str, incumbent: str | None = None
+    ) -> Evaluation:
+        """Measure the candidate `commit` (and re-measure `incumbent`) until the rule
+        decides."""
+        incumbent = self._legacy_incumbent if incumbent is None else incumbent
         out = Evaluation()
-        first = samples_needed(self.rule) if self.rule.rule == "repeats" else 1
-        out.carried = self.carried()
-        # A freshly kept incumbent has no unbiased sample yet: measure it first.
-        while self.rule.rule == "sequential" and len(self.reference()) < REFERENCE_MIN:
-            if not self._measure_incumbent(iteration, candidate, out):
-                return out
-        while True:
-            wanted = first if not out.samples else len(out.samples) + 1
-            while len(out.samples) < wanted:
+        test = self.comparison(incumbent)
+        while isinstance(side := test.next(), Side):
+            if side is Side.INCUMBENT:
+                k = len(out.incumbent_samples) + 1
+                self.phase(
+                    "measuring", iteration, sample=k, samples=self.rule.cap, side="incumbent"
+                )
+                self.workspace.show_incumbent(candidate, incumbent)
+                value = self._run(self.metric, iteration, f"{iteration:04d}-incumbent-{k}", out)
+                if value is None:
+                    out.reason = f"re-measuring the incumbent: {out.reason}"
+                    return out
+                out.incumbent_samples.append(value)
+                self.groups.setdefault(incumbent, []).append(value)
+            else:
                 k = len(out.samples) + 1
-                self.phase("measuring", iteration, sample=k, samples=self._cap())
+                self.phase("measuring", iteration, sample=k, samples=self.rule.cap)
                 value = self._run(self.metric, iteration, f"{iteration:04d}-metric-{k}", out)
                 if value is None:
                     return out
                 out.samples.append(value)
-            out.verdict = self._decide(out)
-            if out.verdict is not Verdict.MORE:
-                break
-            if self.rule.rule == "sequential":
-                # The incumbent again; its fresh sample may already settle the question.
-                if not self._measure_incumbent(iteration, candidate, out):
-                    return out
-                out.verdict = self._decide(out)
-                if out.verdict is not Verdict.MORE:
-                    break
+            test.add(value)
+        out.verdict = test.verdict
         self.groups[commit] = list(out.samples)
         return out
-
-    def _decide(self, out: Evaluation) -> Verdict:
-        return decide(
-            self.reference(),
-            out.samples,
-            self.direction,
-            self.rule,
-            noise=self.noise(out.samples),
-            fresh_incumbent=len(out.incumbent_samples),
-            carried=out.carried,
-        )
-
-    def _cap(self) -> int:
-        if self.rule.rule == "sequential":
-            return self.rule.max_samples
-        return samples_needed(self.rule)
-
-    def _measure_incumbent(self, iteration: int, candidate: Candidate, out: Evaluation) -> bool:
-        k = len(out.incumbent_samples) + 1
-        self.phase("measuring", iteration, sample=k, samples=self._cap(), side="incumbent")
-        self.workspace.show_incumbent(candidate, self.incumbent)
-        value = self._run(self.metric, iteration, f"{iteration:04d}-incumbent-{k}", out)
-        if value is None:
-            out.reason = f"re-measuring the incumbent: {out.reason}"
-            return False
-        out.incumbent_samples.append(value)
-        self.groups.setdefault(self.incumbent, []).append(value)
-        return True
 
     def run_guard(self, iteration: int) -> Evaluation:
         out = Evaluation()
@@ -267,7 +246,11 @@ class Evaluator:
             self._run(self.guard, iteration, f"{iteration:04d}-guard", out)
         return out
 
-    def promote(self, commit: str) -> None:
-        """The candidate `commit` was kept: it is the incumbent from now on."""
+    def kept(self, commit: str) -> None:
+        """The candidate `commit` was kept: the samples it has now selected it."""
         self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
-        self.incumbent = commit
+        self._legacy_incumbent = commit
+
+    def promote(self, commit: str) -> None:
+        """The engine's older name for `kept`."""
+        self.kept(commit)

@@ -325,6 +325,29 @@ class Workspace:
             elif target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
 
+    def roll_back(
+        self, candidate: Candidate | None, incumbent: str, *, kept: bool, fast: bool
+    ) -> str | None:
+        """Leave the worktree exactly at `incumbent` for the next attempt.
+
+        After an ordinary outcome (`fast`) only the candidate's own paths are undone;
+        otherwise, or if that fails, the whole worktree is reset. Returns why the fast way
+        failed, if it did.
+        """
+        problem = None
+        if fast and candidate is not None:
+            try:
+                if not kept:
+                    self.drop_candidate(candidate, incumbent)
+                self.drop_paths(candidate.ignored)
+                self.link_shares()
+                return None
+            except GitError as exc:
+                problem = str(exc)
+        self.reset_to(incumbent)
+        self.link_shares()
+        return problem
+
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
         self.git.run("update-ref", "--no-deref", self.branch_ref, commit, expected)

@@ -1,0 +1,145 @@
+"""Turning an attempt's steps into the ledger record: one place that knows the keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Status, Timings
+from autoresearch.evaluation import Evaluation
+from autoresearch.proposers.base import Proposal
+from autoresearch.screening import Screened
+from autoresearch.workspace import Candidate
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What the proposer left in the workspace, committed unless the checkout changed."""
+
+    candidate: Candidate
+    description: str
+    commit: str | None = None
+    diffstat: str | None = None
+    checkout_changes: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return () if self.checkout_changes else tuple(self.candidate.paths)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How a measured candidate came out."""
+
+    status: Status
+    reason: str | None
+    measured: Evaluation
+    guard_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What one attempt's steps handed on, as far as they got."""
+
+    iteration: int
+    proposal: Proposal | None
+    collected: Collected | None
+    outcome: Screened | Judged
+
+
+def attempt_record(
+    steps: Steps,
+    before: Incumbent,
+    after: Incumbent,
+    propose_seconds: float,
+    began: float,
+    now: float,
+) -> AttemptRecord:
+    """The record of an attempt the engine saw through (or that a signal cut short)."""
+    outcome, collected = steps.outcome, steps.collected
+    measured = outcome.measured if isinstance(outcome, Judged) else None
+    metric = measured.metric if measured else None
+    measure_seconds = measured.seconds if measured else 0.0
+    guard_seconds = outcome.guard_seconds if isinstance(outcome, Judged) else 0.0
+    total = now - began
+    engine = total - propose_seconds - measure_seconds - guard_seconds
+    return AttemptRecord(
+        iteration=steps.iteration,
+        status=outcome.status,
+        metric=metric,
+        commit=collected.commit if collected else None,
+        parent=before.commit,
+        files=collected.files if collected else (),
+        description=collected.description if collected else "",
+        reason=outcome.reason,
+        note=_head_note(collected),
+        diffstat=collected.diffstat if collected else None,
+        **_proposal_fields(steps.proposal),
+        **_measured_fields(measured),
+        previous_best=before.metric if outcome.status is Status.KEEP else None,
+        closed=True,
+        delta=None if metric is None or before.metric is None else metric - before.metric,
+        best=after.metric,
+        timings=Timings(
+            _r(propose_seconds), _r(measure_seconds), _r(guard_seconds), _r(engine), _r(total)
+        ),
+    )
+
+
+def baseline_record(
+    incumbent: Incumbent, measured: Evaluation, guard: Evaluation, engine_seconds: float
+) -> AttemptRecord:
+    return AttemptRecord(
+        iteration=0,
+        status=Status.BASELINE,
+        metric=measured.metric,
+        commit=incumbent.commit,
+        description="baseline",
+        samples=tuple(measured.samples),
+        metric_runs=measured.runs,
+        judge_cost=_judge_cost(measured),
+        timings=Timings(0.0, _r(measured.seconds), _r(guard.seconds), _r(engine_seconds)),
+    )
+
+
+def _r(seconds: float) -> float:
+    return round(seconds, 4)
+
+
+def _judge_cost(measured: Evaluation) -> Cost:
+    if not (measured.cost_usd or measured.tokens_in or measured.tokens_out):
+        return Cost()
+    return Cost(round(measured.cost_usd, 8), measured.tokens_in, measured.tokens_out)
+
+
+def _proposal_fields(proposal: Proposal | None) -> dict[str, Any]:
+    if proposal is None:
+        return {}
+    return {
+        "cost": Cost(proposal.cost_usd, proposal.tokens_in, proposal.tokens_out),
+        "proposer_output": proposal.output_path or None,
+        "params": proposal.params or None,
+    }
+
+
+def _measured_fields(measured: Evaluation | None) -> dict[str, Any]:
+    if measured is None:
+        return {}
+    return {
+        "samples": tuple(measured.samples),
+        "incumbent_samples": tuple(measured.incumbent_samples) or None,
+        "metric_runs": measured.runs,
+        "judge_cost": _judge_cost(measured),
+    }
+
+
+def _head_note(collected: Collected | None) -> str | None:
+    if collected is None or not collected.candidate.head_moved or collected.checkout_changes:
+        return None
+    return "the proposer moved HEAD; its work was judged as plain changes"
+
+
+def describe(candidate: Candidate) -> str:
+    names = ", ".join(candidate.paths[:3])
+    more = f" and {len(candidate.paths) - 3} more" if len(candidate.paths) > 3 else ""
+    return f"edit {names}{more}" if names else "no change"

@@ -1,0 +1,129 @@
+"""Starting or resuming a campaign: the lock, the start commit, the same judge, lost attempts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.config import Campaign
+from autoresearch.errors import CampaignLocked, ConfigError, GitError
+from autoresearch.ledger import Ledger, StateFile
+from autoresearch.summary import summarize
+from autoresearch.workspace import Workspace, checkout_state, head_of
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def mark_running(state: StateFile, campaign: Campaign, max_iterations: int) -> None:
+    """What `status` shows of a running engine before its first attempt."""
+    cfg = campaign.config
+    state.update(
+        name=cfg.name,
+        direction=cfg.metric.direction,
+        target=cfg.metric.target,
+        config=str(campaign.config_path),
+        pid=os.getpid(),
+        running=True,
+        stop_reason=None,
+        started_utc=utc_now(),
+        max_iterations=max_iterations,
+    )
+
+
+def lock_campaign(campaign: Campaign) -> FileLock:
+    """One engine per campaign; a second one is told who holds the lock."""
+    state = StateFile(campaign.state_dir)
+    lock = FileLock(str(campaign.state_dir / "engine.lock"), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        pid = state.read().get("pid")
+        who = f"process {pid}" if pid else "another process"
+        raise CampaignLocked(
+            f"campaign '{campaign.name}' is already running ({who}); wait for it to finish "
+            "or stop it first."
+        ) from None
+    return lock
+
+
+def start_commit(
+    campaign: Campaign, workspace: Workspace, ledger: Ledger, records: Sequence[AttemptRecord]
+) -> str:
+    """The user's HEAD for a new campaign; the best kept commit for a resumed one."""
+    root = campaign.root
+    head = head_of(root)
+    current = workspace.repo.run("symbolic-ref", "-q", "HEAD", check=False).strip()
+    if current == workspace.branch_ref:
+        raise GitError(
+            f"your checkout is on the campaign branch {workspace.branch}; switch to "
+            "another branch first, the engine moves this one."
+        )
+    if not records:
+        if workspace.branch_commit() not in (None, head):
+            raise ConfigError(
+                f"branch {workspace.branch} already exists but "
+                f"{ledger.path.relative_to(root)} does not; delete the branch "
+                f"(git worktree prune && git branch -D {workspace.branch}) or choose "
+                "another name."
+            )
+        return head
+    best = summarize(campaign.name, str(campaign.config.metric.direction), records).best_commit
+    if not best or workspace.repo.rev(best) is None:
+        raise GitError(
+            f"the best commit {best} recorded in {ledger.path.name} is missing from "
+            "the repository; the campaign cannot resume."
+        )
+    return best
+
+
+def check_same_judge(
+    campaign: Campaign, state: StateFile, settings: dict[str, Any], resumed: bool
+) -> None:
+    """Refuse to resume with a different judge: the numbers would not be comparable."""
+    stored = state.read().get("fingerprint")
+    if resumed and stored and stored != settings:
+        old: dict[str, str] = stored.get("files", {})
+        new: dict[str, str] = settings["files"]
+        changed = sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p)) or [
+            "the metric, guard or decision settings"
+        ]
+        raise ConfigError(
+            f"the judge changed since campaign '{campaign.name}' started "
+            f"({', '.join(changed)}); numbers would not be comparable. Restore it, or "
+            "start a new campaign under another name."
+        )
+    state.update(fingerprint=settings)
+
+
+def lost_attempt(
+    state: StateFile, records: Sequence[AttemptRecord], incumbent: str
+) -> AttemptRecord | None:
+    """The attempt that was in flight when an engine died, to be logged, never lost."""
+    in_flight = state.read().get("in_flight")
+    last = max((r.iteration for r in records), default=0)
+    if in_flight is None or int(in_flight) <= last or not records:
+        return None
+    return AttemptRecord(
+        iteration=int(in_flight),
+        status=Status.INTERRUPTED,
+        parent=incumbent,
+        reason="the engine stopped while this attempt was in flight",
+    )
+
+
+def dirty_checkout_warning(campaign: Campaign) -> str | None:
+    dirty = [k for k in checkout_state(campaign.root) if k not in ("(branch)", "(HEAD)")]
+    if not dirty:
+        return None
+    more = ", ..." if len(dirty) > 3 else ""
+    return (
+        f"your checkout has uncommitted changes ({', '.join(dirty[:3])}{more}); they are not "
+        "part of the campaign, which starts from HEAD"
+    )

@@ -1,0 +1,47 @@
+"""One builder for campaign configs in tests: the toy campaign, with overrides.
+
+    campaign_toml(**{"metric.command": "python bench.py", "stop.plateau": 3})
+
+A dotted key sets one value in a table; None removes the key (or the whole table).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import tomlkit
+
+TOY: dict[str, Any] = {
+    "name": "toy",
+    "goal": "make the score zero",
+    "scope": ["calc.py"],
+    "harness": ["bench.py"],
+    "metric": {
+        "command": "python bench.py",
+        "direction": "minimize",
+        "pattern": "score: ([-+0-9.eE]+)",
+        "target": 0,
+    },
+    "guard": {"command": "python -c 'import calc; assert calc.N != 5'"},
+    "stop": {"max_iterations": 20},
+    "proposer": {"kind": "command", "command": "bash propose.sh"},
+}
+
+
+def campaign_config(**overrides: Any) -> dict[str, Any]:
+    config = copy.deepcopy(TOY)
+    for dotted, value in overrides.items():
+        *tables, key = dotted.split(".")
+        table = config
+        for name in tables:
+            table = table.setdefault(name, {})
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return config
+
+
+def campaign_toml(**overrides: Any) -> str:
+    return tomlkit.dumps(campaign_config(**overrides))
