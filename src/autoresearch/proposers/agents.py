@@ -242,6 +242,7 @@ class AgentProposer:
         self.preset = PRESETS[kind]
         self.options = options
         self.child = setup.child
+        self.hidden = PathMatcher(list(setup.hidden))
         exe = options.executable or self.preset.tool
         found = shutil.which(exe)
         if found is None:
@@ -261,7 +262,7 @@ class AgentProposer:
             files = [
                 f
                 for f in workspace_files(ctx.workspace)
-                if scope.matches(f) and not harness.matches(f)
+                if scope.matches(f) and not harness.matches(f) and not self.hidden.matches(f)
             ]
         stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
         result = run_command(

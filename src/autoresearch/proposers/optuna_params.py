@@ -269,7 +269,9 @@ class OptunaProposer:
                 self.study.tell(trial, known.value)
             else:
                 self.study.tell(trial, state=TrialState.FAIL)
-        return trial
+        # Every point asked for was known (a small space, exhausted): measure one again
+        # rather than hand out a trial that is already finished.
+        return self.study.ask(self.distributions)
 
     def _key(self, params: dict[str, Any]) -> tuple[Any, ...] | None:
         if set(params) != set(self.refs):

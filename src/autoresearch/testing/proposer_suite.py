@@ -1,0 +1,339 @@
+"""The checks every proposer kind passes, each run against a stand-in for its tool.
+
+A `Rig` is one proposer of one kind in a fresh repository: the user's checkout, a
+worktree the proposer is told to edit, and a tool that can be broken on purpose (a script,
+an agent CLI stand-in, a loopback chat server). `KINDS` maps each kind to how its rig is
+built; the harness file and the rubric carry marker strings that must never reach a prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoresearch.attempt import Status
+from autoresearch.process import ChildRecord
+from autoresearch.prompt import build_prompt
+from autoresearch.proposers import REGISTRY
+from autoresearch.proposers.base import (
+    Outcome,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    ProposerSetup,
+)
+from autoresearch.testing.repo import add_worktree, make_repo, snapshot
+
+HARNESS_MARK = "HARNESS-CONTENT-5e1f"
+RUBRIC_MARK = "RUBRIC-CONTENT-a07c"
+SCOPE_MARK = "SCOPE-CONTENT-33d9"
+
+FILES = {
+    "calc.py": f"# {SCOPE_MARK}\nN = 10\n",
+    "bench.py": f"# {HARNESS_MARK}\nimport calc\nprint(abs(calc.N - 3))\n",
+    "rubric.md": f"{RUBRIC_MARK}: score the code from 0 to 100\n",
+}
+# Broad on purpose: the harness and the rubric match the scope, and must still be hidden.
+SCOPE = ("*.py", "*.md")
+HARNESS = ("bench.py",)
+HIDDEN = ("rubric.md",)
+
+# How a tool is broken: non-zero exit, gone mid-run, garbage on stdout, server error 500.
+EXIT, MISSING, GARBAGE, SERVER_ERROR = "exit", "missing", "garbage", "server_error"
+# After these a proposal is failed; after garbage it only must not raise.
+FAILING = (EXIT, MISSING, SERVER_ERROR)
+
+EDIT = "sed -i 's/^N = .*/N = 3/' calc.py"
+CAPTURE = 'cat "$AUTORESEARCH_PROMPT_FILE" >> "$SEEN"; printf "%s\\n" "$@" >> "$SEEN"'
+GARBAGE_SCRIPT = 'head -c 3000 /dev/urandom; printf \'\\n{"type": "result", "usage": 7\'\n'
+
+
+@dataclass
+class Tool:
+    """What a proposer kind talks to. `seen` collects every prompt the tool was given."""
+
+    options: dict[str, Any]
+    seen: Path | None = None
+    breaker: Callable[[str], None] = lambda mode: None
+    prompts_of: Callable[[], list[str]] | None = None
+    stop: Callable[[], None] = lambda: None
+
+    def prompts(self) -> list[str]:
+        if self.prompts_of is not None:
+            return self.prompts_of()
+        if self.seen is None or not self.seen.exists():
+            return []
+        return [self.seen.read_text(encoding="utf-8", errors="replace")]
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text(f"#!/bin/bash\n{body}\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def _break_script(path: Path) -> Callable[[str], None]:
+    def breaker(mode: str) -> None:
+        if mode == EXIT:
+            _script(path, "echo 'not logged in' >&2\nexit 3")
+        elif mode == MISSING:
+            path.unlink()
+        elif mode == GARBAGE:
+            _script(path, GARBAGE_SCRIPT)
+        else:
+            raise ValueError(mode)
+
+    return breaker
+
+
+def command_tool(root: Path) -> Tool:
+    script = _script(root / "propose.sh", f"{CAPTURE}\n{EDIT}\necho 'set N to 3'")
+    return Tool(
+        options={"command": f"bash {script}", "timeout": 20},
+        seen=root / "seen.txt",
+        breaker=_break_script(script),
+    )
+
+
+STAND_IN_OUTPUT = {
+    "claude": """cat <<'JSON'
+{"type":"result","result":"DESCRIPTION: set N to 3","total_cost_usd":0.25,
+ "usage":{"input_tokens":1000,"output_tokens":50}}
+JSON""",
+    "codex": """echo '{"type":"item.completed","item":{"type":"agent_message","text":"set N to 3"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":1200,"output_tokens":80}}'""",
+    "aider": """echo "set N to 3"
+echo "Tokens: 2.5k sent, 310 received. Cost: \\$0.02 message, \\$0.05 session.\"""",
+    "gemini": """cat <<'JSON'
+{"response":"set N to 3","stats":{"models":{"m":{"tokens":{"prompt":9}}}}}
+JSON""",
+}
+
+
+def agent_tool(kind: str) -> Callable[[Path], Tool]:
+    """A stand-in executable for an agent CLI: it edits, prints what the tool prints, and
+    writes down the prompt file and its arguments."""
+
+    def make(root: Path) -> Tool:
+        exe = _script(root / kind, f"{CAPTURE}\n{EDIT}\n{STAND_IN_OUTPUT[kind]}")
+        return Tool(
+            options={"executable": str(exe), "timeout": 20, "max_turns": 3},
+            seen=root / "seen.txt",
+            breaker=_break_script(exe),
+        )
+
+    return make
+
+
+def edit_block(path: str, search: str, replace: str) -> str:
+    return (
+        f"DESCRIPTION: edit {path}\n{path}\n"
+        f"<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n"
+    )
+
+
+def chat_tool(root: Path) -> Tool:
+    from autoresearch.testing.fake_openai import Prepared, serve
+
+    fake, server = serve()
+    fake.add(edit_block("calc.py", "N = 10\n", "N = 3\n"))
+
+    def breaker(mode: str) -> None:
+        fake.replies.clear()
+        if mode == SERVER_ERROR:
+            fake.add(Prepared(status=500))
+        elif mode == MISSING:
+            server.shutdown()
+            server.server_close()
+        elif mode == GARBAGE:
+            fake.add("\x00\x01 calc.py\n<<<<<<< SEARCH\nN = 10\n(no divider, no end)")
+        else:
+            raise ValueError(mode)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return Tool(
+        options={"base_url": fake.url, "model": "m", "max_retries": 0, "request_timeout": 10},
+        breaker=breaker,
+        prompts_of=fake.texts,
+        stop=stop,
+    )
+
+
+def optuna_tool(root: Path) -> Tool:
+    # No tool to break: the study lives in the state folder and writes through our code.
+    return Tool(
+        options={"sampler": "random", "seed": 1, "space": {"calc.py:N": {"low": 0, "high": 9}}}
+    )
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the suite builds the tool of one proposer kind, and the ways it can break."""
+
+    tool: Callable[[Path], Tool]
+    failures: tuple[str, ...] = ()
+
+
+SCRIPT_FAILURES = (EXIT, MISSING, GARBAGE)
+
+# The suite runs over every entry; a new proposer kind adds one line here.
+KINDS: dict[str, Kind] = {
+    "command": Kind(command_tool, SCRIPT_FAILURES),
+    "optuna": Kind(optuna_tool),
+    "openai": Kind(chat_tool, (SERVER_ERROR, MISSING, GARBAGE)),
+    "claude": Kind(agent_tool("claude"), SCRIPT_FAILURES),
+    "codex": Kind(agent_tool("codex"), SCRIPT_FAILURES),
+    "aider": Kind(agent_tool("aider"), SCRIPT_FAILURES),
+    "gemini": Kind(agent_tool("gemini"), SCRIPT_FAILURES),
+}
+
+
+@dataclass
+class Rig:
+    kind: str
+    root: Path
+    repo: Path
+    workspace: Path
+    setup: ProposerSetup
+    tool: Tool
+    proposer: Proposer
+    iteration: int = field(default=0)
+
+    def context(self) -> ProposalContext:
+        self.iteration += 1
+        facts: dict[str, Any] = {
+            "iteration": self.iteration,
+            "goal": "make the score zero",
+            "instructions": "",
+            "scope": list(self.setup.scope),
+            "harness": list(self.setup.harness),
+            "direction": self.setup.direction,
+            "metric_command": "python bench.py",
+            "baseline": 7.0,
+            "best": 7.0,
+            "history": [],
+        }
+        prompt = build_prompt(**facts)
+        prompt_file = self.setup.state_dir / "prompts" / f"{self.iteration:04d}.md"
+        prompt_file.parent.mkdir(parents=True, exist_ok=True)
+        prompt_file.write_text(prompt, encoding="utf-8")
+        log_dir = self.setup.state_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        env = {
+            **os.environ,
+            "SEEN": str(self.root / "seen.txt"),
+            "AUTORESEARCH_ITERATION": str(self.iteration),
+            "AUTORESEARCH_WORKSPACE": str(self.workspace),
+            "AUTORESEARCH_PROMPT_FILE": str(prompt_file),
+        }
+        return ProposalContext(
+            workspace=self.workspace,
+            prompt=prompt,
+            prompt_file=prompt_file,
+            log_dir=log_dir,
+            env=env,
+            **facts,
+        )
+
+    def propose(self) -> Proposal:
+        return self.proposer.propose(self.context())
+
+    def close(self) -> None:
+        self.proposer.close()
+        self.tool.stop()
+
+
+def make_rig(kind: str, root: Path) -> Rig:
+    """A proposer of `kind` built through the registry, in a fresh repository under `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    repo = make_repo(root / "repo", FILES)
+    workspace = add_worktree(repo, root / "worktree", "autoresearch/suite")
+    tool = KINDS[kind].tool(root)
+    state_dir = root / "state"
+    setup = ProposerSetup(
+        name="suite",
+        source="autoresearch.toml",
+        state_dir=state_dir,
+        scope=SCOPE,
+        harness=HARNESS,
+        hidden=HIDDEN,
+        options=tool.options,
+        environ={},
+        child=ChildRecord(state_dir / "child.pgid"),
+    )
+    registered = REGISTRY[kind]
+    proposer = registered.create(registered.options.model_validate(tool.options), setup)
+    return Rig(kind, root, repo, workspace, setup, tool, proposer)
+
+
+# -- checks -----------------------------------------------------------------------------
+
+
+def check_edits_land_in_its_workspace(rig: Rig) -> None:
+    checkout = snapshot(rig.repo)
+    before = {name: (rig.workspace / name).read_bytes() for name in FILES}
+    proposal = rig.propose()
+    assert not proposal.failed and not proposal.timed_out, proposal.reason
+    assert (rig.workspace / "calc.py").read_bytes() != before["calc.py"], "no edit was made"
+    for name in ("bench.py", "rubric.md"):
+        assert (rig.workspace / name).read_bytes() == before[name], f"{name} was edited"
+    assert snapshot(rig.repo) == checkout, "the user's checkout changed"
+
+
+def check_a_broken_tool_is_a_failed_proposal(rig: Rig, mode: str) -> None:
+    checkout = snapshot(rig.repo)
+    rig.tool.breaker(mode)
+    proposal = rig.propose()  # raising here fails the check
+    assert isinstance(proposal, Proposal)
+    if mode in FAILING:
+        assert proposal.failed or proposal.timed_out, f"{mode}: not marked failed"
+        assert proposal.reason, f"{mode}: the failure gives no reason"
+    assert snapshot(rig.repo) == checkout, "the user's checkout changed"
+
+
+def check_observe_accepts_every_status(rig: Rig) -> None:
+    for status in Status:
+        rig.propose()
+        metric = 5.0 if status.measured and status not in (Status.CRASH, Status.TIMEOUT) else None
+        rig.proposer.observe(Outcome(rig.iteration, status, metric, 7.0, rig.setup.direction))
+
+
+def check_close_is_idempotent(rig: Rig) -> None:
+    rig.proposer.close()
+    rig.proposer.close()
+    rig.propose()
+    rig.proposer.close()
+    rig.proposer.close()
+
+
+def check_prompts_never_show_harness_or_rubric(rig: Rig) -> None:
+    rig.propose()
+    rig.propose()
+    prompts = rig.tool.prompts()
+    if rig.kind != "optuna":  # the only kind with no prompt
+        assert prompts, "the tool was given no prompt (the capture is broken)"
+    for text in prompts:
+        assert HARNESS_MARK not in text, "a prompt shows the harness"
+        assert RUBRIC_MARK not in text, "a prompt shows the rubric"
+        assert "rubric.md" not in text, "a prompt names the rubric"
+    if rig.kind == "openai":  # the chat proposer shows the scope's files themselves
+        assert any(SCOPE_MARK in text for text in prompts), "the scope files are not shown"
+
+
+CHECKS: dict[str, Callable[[Rig], None]] = {
+    "edits_land_in_its_workspace": check_edits_land_in_its_workspace,
+    "observe_accepts_every_status": check_observe_accepts_every_status,
+    "close_is_idempotent": check_close_is_idempotent,
+    "prompts_never_show_harness_or_rubric": check_prompts_never_show_harness_or_rubric,
+}
+
+
+def failure_cases() -> list[tuple[str, str]]:
+    """Every (kind, way its tool breaks) pair."""
+    return [(kind, mode) for kind, entry in KINDS.items() for mode in entry.failures]
