@@ -315,3 +315,19 @@ def _opt_float(value: Any) -> float | None:
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+class StopReason(StrEnum):
+    """Why a campaign stopped. Three of them share a status's name: the attempt that
+    halted the campaign (or the signal) is the reason."""
+
+    TARGET = "target"
+    MAX_ITERATIONS = "max_iterations"
+    PLATEAU = "plateau"
+    MAX_MINUTES = "max_minutes"
+    MAX_COST = "max_cost"
+    INTERRUPTED = "interrupted"
+    TAMPERED = "tampered"
+    CHECKOUT_CHANGED = "checkout_changed"
+    PROPOSER_FAILED = "proposer_failed"
+    BASELINE_FAILED = "baseline_failed"

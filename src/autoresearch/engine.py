@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Incumbent, Status
+from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError
@@ -143,22 +143,22 @@ class Engine:
             if not self.records:
                 failure = self._baseline()
                 if failure:
-                    return self._finish("baseline_failed", EXIT_FAILED, failure)
+                    return self._finish(StopReason.BASELINE_FAILED, EXIT_FAILED, failure)
             while (stop := self._stop_reason()) is None:
                 record = self._attempt(self._last_iteration() + 1)
                 if record.status.halts:
                     message = f"campaign halted: {record.reason}"
-                    return self._finish(str(record.status), EXIT_TAMPERED, message)
+                    return self._finish(StopReason(record.status), EXIT_TAMPERED, message)
                 if self.proposer_failures >= PROPOSER_FAILURE_LIMIT:
                     message = (
                         f"the proposer failed {self.proposer_failures} times in a row; last: "
                         f"{record.reason}"
                     )
-                    return self._finish("proposer_failed", EXIT_FAILED, message)
+                    return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
             return self._finish(stop, EXIT_OK)
         except Interrupted as exc:
             code = EXIT_INTERRUPTED if exc.signum == signal.SIGINT else 128 + exc.signum
-            return self._finish("interrupted", code)
+            return self._finish(StopReason.INTERRUPTED, code)
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
@@ -194,7 +194,7 @@ class Engine:
             )
         )
 
-    def _finish(self, reason: str, code: int, message: str = "") -> RunResult:
+    def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(
@@ -205,7 +205,7 @@ class Engine:
     def _last_iteration(self) -> int:
         return max((r.iteration for r in self.records), default=0)
 
-    def _stop_reason(self) -> str | None:
+    def _stop_reason(self) -> StopReason | None:
         rules = StopRules.of(self.cfg, self.max_iterations)
         summary = summarize(self.cfg.name, str(self.cfg.metric.direction), self.records)
         minutes = (self.clock() - self.started) / 60.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autoresearch.attempt import StopReason
 from autoresearch.config import CampaignConfig
 from autoresearch.summary import Summary, reached
 
@@ -31,16 +32,16 @@ class StopRules:
 
 def stop_reason(
     rules: StopRules, summary: Summary, best: float | None, iterations: int, minutes: float
-) -> str | None:
+) -> StopReason | None:
     """The first stop rule that holds, or None to go on."""
     if best is not None and reached(best, rules.target, rules.direction):
-        return "target"
+        return StopReason.TARGET
     if iterations >= rules.max_iterations:
-        return "max_iterations"
+        return StopReason.MAX_ITERATIONS
     if rules.plateau and summary.streak >= rules.plateau:
-        return "plateau"
+        return StopReason.PLATEAU
     if rules.max_minutes and minutes >= rules.max_minutes:
-        return "max_minutes"
+        return StopReason.MAX_MINUTES
     if rules.max_cost_usd is not None and summary.cost_usd >= rules.max_cost_usd:
-        return "max_cost"
+        return StopReason.MAX_COST
     return None
