@@ -95,14 +95,16 @@ def run_campaign(
         nowhere,
         lambda *args, **kwargs: None,
     )
-    runs = evaluator.baseline("c0").runs
+    incumbent = "c0"
+    runs = evaluator.baseline(incumbent).runs
     kept: set[int] = set()
     for i, effect in enumerate(plan, 1):
         replica.candidate = (i, effect)
-        measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}")
+        measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
         if measured.verdict is Verdict.KEEP and not measured.failure:
-            evaluator.promote(f"c{i}")
+            incumbent = f"c{i}"
+            evaluator.kept(incumbent)
             replica.kept.append((i, effect))
             kept.add(i)
         replica.candidate = None

@@ -265,6 +265,7 @@ def test_decision_config_errors(tmp_path: Path, cli: Runner) -> None:
 def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
     """On resume the evaluator rebuilds which incumbent samples are re-measurements (the
     reference a candidate inherits) from the ledger alone."""
+    from autoresearch.attempt import AttemptRecord
     from autoresearch.config import DecisionConfig
     from autoresearch.evaluation import Evaluator
 
@@ -289,10 +290,13 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
         },
     ]
     evaluator = Evaluator.__new__(Evaluator)
-    evaluator.rule = DecisionConfig(rule="sequential", max_samples=4)
-    evaluator.load(records[:3], "b")
+    evaluator.rule = DecisionConfig(rule="sequential", max_samples=4).to_rule()
+    evaluator.load(records[:3])
     # The baseline's own samples are a fresh reference, not one left behind by candidates.
-    assert evaluator.reference() == [2, 3, 4, 1.5] and evaluator.carried() == 1
-    evaluator.load(records, "c3")
+    assert evaluator.reference("b") == [2, 3, 4, 1.5] and evaluator.carried("b") == 1
+    evaluator.load(records)
     # A newly kept incumbent: its own samples selected it, nothing is carried.
-    assert evaluator.reference() == [] and evaluator.carried() == 0
+    assert evaluator.reference("c3") == [] and evaluator.carried("c3") == 0
+    # Typed records rebuild the same.
+    evaluator.load([AttemptRecord.from_json(r) for r in records])
+    assert evaluator.reference("c3") == [] and evaluator.reference("b") == [3, 4, 1.5, 1.1]

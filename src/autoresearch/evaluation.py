@@ -76,7 +76,9 @@ class Evaluator:
         cfg = campaign.config
         self.campaign = campaign
         self.rule = cfg.decision.to_rule()
-        self.direction = cfg.metric.direction or "minimize"
+        if cfg.metric.direction is None:
+            raise ValueError("the campaign's metric has no direction")
+        self.direction: str = cfg.metric.direction
         self.workspace = workspace
         self.executor = executor
         self.fingerprint = fingerprint
