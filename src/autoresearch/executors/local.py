@@ -36,6 +36,7 @@ class LocalExecutor(Executor):
 
     def start(self, setup: ExecutorSetup) -> list[str]:
         if self.child is None:
+            setup.state_dir.mkdir(parents=True, exist_ok=True)
             self.child = ChildRecord(setup.state_dir / CHILD_RECORD)
         warnings = []
         leftover = self.child.kill_leftover()
