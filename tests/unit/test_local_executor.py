@@ -40,7 +40,7 @@ def test_the_running_command_is_written_down_and_cleared(tmp_path: Path) -> None
     executor = LocalExecutor(ChildRecord(record))
     seen = tmp_path / "seen"
     result = executor.run(
-        CommandSpec(f"echo \"$(cat {record}) $$\" > {seen}; echo 1", 10),
+        CommandSpec(f'echo "$(cat {record}) $$" > {seen}; echo 1', 10),
         workspace=tmp_path,
         env=ENV,
         log_stem=tmp_path / "logs" / "m",
