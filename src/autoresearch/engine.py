@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import signal
 import time
-import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
-from autoresearch.errors import AutoresearchError
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
@@ -30,6 +27,7 @@ from autoresearch.lifecycle import Lifecycle
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
+from autoresearch.proposing import CheckoutWatch, ask
 from autoresearch.recording import (
     Collected,
     Judged,
@@ -50,7 +48,7 @@ from autoresearch.startup import (
 )
 from autoresearch.stopping import StopRules, stop_reason
 from autoresearch.summary import summarize
-from autoresearch.workspace import Workspace, checkout_changes, checkout_state
+from autoresearch.workspace import Workspace
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -162,6 +160,7 @@ class Engine:
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
+        cfg, escapes = self.cfg, self.workspace.escapes
         mark_running(self.state, self.campaign, self.max_iterations)
         repaired = self.ledger.repair()
         if repaired:
@@ -177,6 +176,9 @@ class Engine:
         validate_proposer(self.proposer, self.workspace.path)
         paths = harness_files(self.campaign, self.workspace.path)
         self.fingerprint = Fingerprint.take(self.campaign, self.workspace.path, paths)
+        self.rules = Rules(
+            PathMatcher(cfg.scope), PathMatcher(cfg.harness), self.fingerprint.files, escapes
+        )
         check_same_judge(self.campaign, self.state, self.fingerprint.to_json(), bool(self.records))
         best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
@@ -238,72 +240,50 @@ class Engine:
     # -- one attempt --------------------------------------------------------------------
 
     def _attempt(self, iteration: int) -> AttemptRecord:
-        began = self.clock()
-        before = self.incumbent
+        began, before = self.clock(), self.incumbent
         self.logs.mkdir(parents=True, exist_ok=True)
         self.state.update(in_flight=iteration)
-        proposal: Proposal | None = None
-        collected: Collected | None = None
-        outcome: Screened | Judged = Screened(Status.INTERRUPTED)
-        propose_seconds = 0.0
+        steps = Steps(iteration, began)
         try:
-            proposal, propose_seconds, watched = self._propose(iteration)
-            collected = self._collect(iteration, proposal, watched)
+            proposal, seconds, watch = self._propose(iteration)
+            steps = replace(steps, proposal=proposal, propose_seconds=seconds)
+            collected = self._collect(iteration, proposal, watch)
+            steps = replace(steps, collected=collected)
             self._count_proposer_failures(proposal)
-            rules = self._rules()
             changes = list(collected.checkout_changes)
-            screened = screen(proposal, collected.candidate, changes, rules)
-            outcome = screened or self._measure(iteration, collected)
+            screened = screen(proposal, collected.candidate, changes, self.rules)
+            steps = replace(steps, outcome=screened or self._measure(iteration, collected))
         except Interrupted:
             reason = "stopped by a signal during the attempt"
-            outcome = Screened(Status.INTERRUPTED, reason)
-            self._settle(outcome, collected)
-            self._record(iteration, before, proposal, collected, outcome, propose_seconds, began)
+            steps = replace(steps, outcome=Screened(Status.INTERRUPTED, reason))
+            self._settle(steps)
+            self._record(steps, before)
             raise
-        self._settle(outcome, collected)
-        return self._record(iteration, before, proposal, collected, outcome, propose_seconds, began)
+        self._settle(steps)
+        return self._record(steps, before)
 
-    def _propose(self, iteration: int) -> tuple[Proposal, float, dict[str, str] | None]:
-        """Ask the proposer for one change; a proposer's error costs one attempt only."""
+    def _propose(self, iteration: int) -> tuple[Proposal, float, CheckoutWatch]:
+        """Ask the proposer for one change while the user's checkout is watched."""
         assert self.proposer is not None
         self.phase("proposing", iteration)
-        ctx = proposal_context(
-            self.campaign,
-            self.records,
-            iteration,
-            self.incumbent.metric,
-            self.workspace.path,
-            self.logs,
-        )
-        runs_commands = getattr(self.proposer, "runs_commands", True)
-        watch = self.cfg.sandbox.watch_checkout and runs_commands
-        before = checkout_state(self.campaign.root, list(self.cfg.share)) if watch else None
+        records, best = self.records, self.incumbent.metric
+        path = self.workspace.path
+        ctx = proposal_context(self.campaign, records, iteration, best, path, self.logs)
+        watched = self.cfg.sandbox.watch_checkout and getattr(self.proposer, "runs_commands", True)
+        watch = CheckoutWatch(self.campaign.root, list(self.cfg.share), watched)
         began = self.clock()
-        try:
-            proposal = self.proposer.propose(ctx)
-        except AutoresearchError as exc:
-            proposal = Proposal(failed=True, reason=str(exc))
-        except Exception as exc:
-            trace = self.logs / f"{iteration:04d}-proposer-error.txt"
-            trace.write_text(traceback.format_exc(), encoding="utf-8")
-            reason = f"{type(exc).__name__}: {exc} (see {trace.name})"
-            proposal = Proposal(failed=True, reason=reason)
-        return proposal, self.clock() - began, before
+        proposal = ask(self.proposer, ctx, self.logs / f"{iteration:04d}-proposer-error.txt")
+        return proposal, self.clock() - began, watch
 
-    def _collect(
-        self, iteration: int, proposal: Proposal, before: dict[str, str] | None
-    ) -> Collected:
+    def _collect(self, iteration: int, proposal: Proposal, watch: CheckoutWatch) -> Collected:
         """Find out from git what changed, and commit it as the attempt's candidate."""
         self.phase("checking", iteration)
-        shares = list(self.cfg.share)
-        # The user's checkout and the workspace are scanned by independent git processes.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            after = pool.submit(checkout_state, self.campaign.root, shares) if before else None
-            candidate = self.workspace.collect(self.incumbent.commit, self.incumbent.tree)
-            changed = checkout_changes(before, after.result()) if before and after else []
-        description = proposal.description or describe(candidate)
+        watch.scan_after()
+        candidate = self.workspace.collect(self.incumbent.commit, self.incumbent.tree)
+        changed = watch.changes()
         if changed:
             return Collected(candidate, proposal.description, checkout_changes=tuple(changed))
+        description = proposal.description or describe(candidate)
         if not candidate.changes:
             return Collected(candidate, description)
         message = f"autoresearch {self.cfg.name} #{iteration}: {description}"
@@ -314,14 +294,6 @@ class Engine:
     def _count_proposer_failures(self, proposal: Proposal) -> None:
         failed = proposal.failed or proposal.timed_out
         self.proposer_failures = self.proposer_failures + 1 if failed else 0
-
-    def _rules(self) -> Rules:
-        return Rules(
-            scope=PathMatcher(self.cfg.scope),
-            harness=PathMatcher(self.cfg.harness),
-            fingerprinted=self.fingerprint.files,
-            escapes=self.workspace.escapes,
-        )
 
     def _measure(self, iteration: int, collected: Collected) -> Judged:
         """Measure against the incumbent until the rule decides; the guard only for a keep."""
@@ -342,8 +314,9 @@ class Engine:
             return Judged(status, guard.reason, measured, guard.seconds)
         return Judged(Status.KEEP, None, measured, guard.seconds)
 
-    def _settle(self, outcome: Screened | Judged, collected: Collected | None) -> None:
+    def _settle(self, steps: Steps) -> None:
         """Keep the candidate or roll it back: the worktree is exactly the incumbent after."""
+        outcome, collected = steps.outcome, steps.collected
         if isinstance(outcome, Judged) and outcome.status is Status.KEEP:
             assert collected is not None and collected.commit is not None
             self.workspace.advance(collected.commit, self.incumbent.commit)
@@ -358,32 +331,17 @@ class Engine:
         if problem:
             self.warn(f"falling back to a full reset: {problem}")
 
-    def _record(
-        self,
-        iteration: int,
-        before: Incumbent,
-        proposal: Proposal | None,
-        collected: Collected | None,
-        outcome: Screened | Judged,
-        propose_seconds: float,
-        began: float,
-    ) -> AttemptRecord:
+    def _record(self, steps: Steps, before: Incumbent) -> AttemptRecord:
         """Log the attempt (fsynced) and tell the proposer how it went."""
-        steps = Steps(iteration, proposal, collected, outcome)
-        record = attempt_record(steps, before, self.incumbent, propose_seconds, began, self.clock())
-        stored = self._log(record)
+        record = self._log(attempt_record(steps, before, self.incumbent, self.clock()))
         self.state.update(in_flight=None)
         if self.proposer is not None and record.status is not Status.INTERRUPTED:
+            direction = str(self.cfg.metric.direction)
+            best = self.incumbent.metric
             self.proposer.observe(
-                Outcome(
-                    iteration,
-                    str(record.status),
-                    record.metric,
-                    self.incumbent.metric,
-                    str(self.cfg.metric.direction),
-                )
+                Outcome(steps.iteration, record.status, record.metric, best, direction)
             )
-        return stored
+        return record
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:
         stored = self.ledger.append(replace(record, utc=utc_now()))

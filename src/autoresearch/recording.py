@@ -37,22 +37,26 @@ class Judged:
     guard_seconds: float = 0.0
 
 
+# An attempt whose steps never reached an outcome: a signal stopped it.
+NOT_FINISHED = Screened(Status.INTERRUPTED)
+
+
 @dataclass(frozen=True)
 class Steps:
-    """What one attempt's steps handed on, as far as they got."""
+    """What one attempt's steps handed on, as far as they got (a signal may cut it short)."""
 
     iteration: int
-    proposal: Proposal | None
-    collected: Collected | None
-    outcome: Screened | Judged
+    began: float  # on the engine's clock
+    proposal: Proposal | None = None
+    propose_seconds: float = 0.0
+    collected: Collected | None = None
+    outcome: Screened | Judged = NOT_FINISHED
 
 
 def attempt_record(
     steps: Steps,
     before: Incumbent,
     after: Incumbent,
-    propose_seconds: float,
-    began: float,
     now: float,
 ) -> AttemptRecord:
     """The record of an attempt the engine saw through (or that a signal cut short)."""
@@ -61,7 +65,8 @@ def attempt_record(
     metric = measured.metric if measured else None
     measure_seconds = measured.seconds if measured else 0.0
     guard_seconds = outcome.guard_seconds if isinstance(outcome, Judged) else 0.0
-    total = now - began
+    propose_seconds = steps.propose_seconds
+    total = now - steps.began
     engine = total - propose_seconds - measure_seconds - guard_seconds
     return AttemptRecord(
         iteration=steps.iteration,
