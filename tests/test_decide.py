@@ -7,14 +7,17 @@ from collections.abc import Callable
 
 import pytest
 
-import autoresearch.decide as decide_module
 from autoresearch.config import DecisionConfig
 from autoresearch.decide import (
     REFERENCE_MIN,
+    Comparison,
     Noise,
+    Pool,
+    Rule,
+    Side,
+    Start,
     Verdict,
     _critical_boundary,
-    _NullPath,
     calibrated_efficacy,
     confidence_better,
     decide,
@@ -94,38 +97,18 @@ def test_confidence_better() -> None:
     assert confidence_better([1.0], [2.0], "minimize", None) is None
 
 
-def evaluate_in_turn(
-    reference: list[float],
-    fresh: int,
-    draw: Callable[[bool], float],
-    rule: DecisionConfig,
-    noise_of: Callable[[list[float], list[float]], Noise | None],
-    carried: int = 0,
-) -> tuple[Verdict, int]:
-    """Evaluate one candidate the way the engine does: a look after every sample, candidate
-    and incumbent in turn. `draw(incumbent)` measures one side; `reference` grows in place.
-    Returns the verdict and how many samples the evaluation took."""
-    candidate = [draw(False)]
-    taken = 1
-    incumbent_next = True
-    while True:
-        noise = noise_of(reference, candidate)
-        verdict = decide(
-            reference[-rule.max_samples :], candidate, "minimize", rule, noise, fresh, carried
-        )
-        if verdict is not Verdict.MORE:
-            return verdict, taken
-        if incumbent_next:
-            reference.append(draw(True))
-            fresh += 1
-        else:
-            candidate.append(draw(False))
-        incumbent_next = not incumbent_next
+def evaluate_in_turn(test: Comparison, draw: Callable[[bool], float]) -> tuple[Verdict, int]:
+    """Drive a comparison to its verdict; `draw(incumbent)` measures one side. Returns the
+    verdict and how many samples it took."""
+    taken = 0
+    while isinstance(side := test.next(), Side):
+        test.add(draw(side is Side.INCUMBENT))
         taken += 1
+    return test.verdict, taken
 
 
 def simulate(
-    effect: float, rule: DecisionConfig, rng: random.Random, n: int, carried: int = 4
+    effect: float, rule: Rule, rng: random.Random, n: int, carried: int = 4
 ) -> tuple[int, float]:
     """Evaluate `n` candidates with true gain `effect` (sigma = 1). The reference starts
     with `carried` fresh, unbiased samples, or (0) with REFERENCE_MIN taken just now; either
@@ -138,17 +121,13 @@ def simulate(
     runs = 0
     for _ in range(n):
         # Earlier repeated samples: what the pooled noise estimate has seen so far.
-        history = [[rng.gauss(0, 1) for _ in range(4)] for _ in range(3)]
-        fresh = 0 if carried else REFERENCE_MIN
-        incumbent = [rng.gauss(10, 1) for _ in range(carried or fresh)]
+        history = [tuple(rng.gauss(0, 1) for _ in range(4)) for _ in range(3)]
+        incumbent = tuple(rng.gauss(10, 1) for _ in range(carried))
+        test = Comparison(rule, "minimize", incumbent, Pool((*history, incumbent), 3))
         verdict, taken = evaluate_in_turn(
-            incumbent,
-            fresh,
-            lambda is_incumbent: rng.gauss(10 if is_incumbent else 10 - effect, 1),
-            rule,
-            lambda ref, cand, past=history: pooled_noise([*past, ref, cand]),
+            test, lambda is_incumbent: rng.gauss(10 if is_incumbent else 10 - effect, 1)
         )
-        runs += fresh + taken
+        runs += taken
         kept += verdict is Verdict.KEEP
     return kept, runs / n
 
@@ -158,7 +137,7 @@ def simulate(
 def test_sequential_false_keep_rate_is_within_one_minus_confidence(
     confidence: float, carried: int
 ) -> None:
-    rule = DecisionConfig(rule="sequential", confidence=confidence, min_delta=0)
+    rule = Rule("sequential", confidence=confidence)
     kept, _ = simulate(0.0, rule, random.Random(carried), 3000, carried)
     # Binomial slack of three standard errors on 3000 trials.
     alpha = 1 - confidence
@@ -171,31 +150,19 @@ def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
 ) -> None:
     """The carried-over start states are calibrated for references that earlier
     evaluations left behind; a campaign of candidates with no true gain measures them."""
-    rule = DecisionConfig(rule="sequential", confidence=confidence, min_delta=0)
+    rule = Rule("sequential", confidence=confidence)
     rng = random.Random(11)
     noise = Noise(sigma=1.0, dof=200)
     total = {"all": [0, 0], "full": [0, 0]}
-    reference = [rng.gauss(0, 1) for _ in range(REFERENCE_MIN)]
-    carried, fresh_start = 0, REFERENCE_MIN
+    reference: list[float] = []  # right after a keep: the comparison measures it first
     for _ in range(6000):
-        verdict, _ = evaluate_in_turn(
-            reference,
-            fresh_start,
-            lambda _: rng.gauss(0, 1),
-            rule,
-            lambda *_: noise,
-            carried,
-        )
-        reference = reference[-rule.max_samples :]
-        keys = ["all", "full"] if carried >= rule.max_samples else ["all"]
+        test = Comparison(rule, "minimize", reference, noise, len(reference))
+        verdict, _ = evaluate_in_turn(test, lambda _: rng.gauss(0, 1))
+        keys = ["all", "full"] if len(reference) >= rule.max_samples else ["all"]
         for key in keys:
             total[key][0] += 1
             total[key][1] += verdict is Verdict.KEEP
-        if verdict is Verdict.KEEP:
-            reference = [rng.gauss(0, 1) for _ in range(REFERENCE_MIN)]
-            carried, fresh_start = 0, REFERENCE_MIN
-        else:
-            carried, fresh_start = len(reference), 0
+        reference = [] if verdict is Verdict.KEEP else test.reference
     alpha = 1 - confidence
     for attempts, kept in total.values():
         assert attempts > 1000
@@ -203,7 +170,7 @@ def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
 
 
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
-    rule = DecisionConfig(rule="sequential")
+    rule = Rule("sequential")
     harmful, harmful_runs = simulate(-1.0, rule, random.Random(2), 2000)
     assert harmful / 2000 < 0.005 and harmful_runs < 1.6
     clear, clear_runs = simulate(3.0, rule, random.Random(3), 2000)
@@ -227,32 +194,30 @@ def test_sequential_drops_a_gain_confidently_below_min_delta() -> None:
     assert decide([10.0] * 8, [9.5] * 3, "minimize", rule, noise, 2) is Verdict.DISCARD
 
 
-@pytest.mark.parametrize("carried,fresh", [(0, REFERENCE_MIN), (2, 0), (8, 0)])
-def test_calibration_shortcut_matches_the_procedure(
-    carried: int, fresh: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each null path's critical boundary (computed in one pass) is exactly where the
-    look-by-look procedure switches from keeping it to dropping it."""
+@pytest.mark.parametrize("carried", [0, 2, 8])
+def test_calibration_shortcut_matches_the_procedure(carried: int) -> None:
+    """Each null comparison's critical boundary (computed in one pass over its looks) is
+    exactly where the comparison at a fixed boundary switches from keeping to dropping."""
     max_samples = 8
-    rng = random.Random(carried * 10 + fresh)
-    rule = DecisionConfig(rule="sequential", max_samples=max_samples, min_delta=0)
+    rng = random.Random(carried * 10 + (0 if carried else REFERENCE_MIN))
+    rule = Rule("sequential", max_samples=max_samples)
+
+    def comparison(draws: list[float], **boundary: float | bool) -> Comparison:
+        noise = Noise(sigma=draws[0], dof=1000)
+        return Comparison(rule, "minimize", draws[1 : 1 + carried], noise, carried, **boundary)
 
     def replay(draws: list[float], boundary: float) -> Verdict:
-        monkeypatch.setattr(decide_module, "sequential_bounds", lambda *_: boundary)
-        rest = iter(draws[1 + carried + fresh :])
-        noise = Noise(sigma=draws[0], dof=1000)
-        verdict, _ = evaluate_in_turn(
-            draws[1 : 1 + carried + fresh], fresh, lambda _: next(rest), rule, lambda *_: noise
-        )
+        rest = iter(draws[1 + carried :])
+        verdict, _ = evaluate_in_turn(comparison(draws, efficacy=boundary), lambda _: next(rest))
         return verdict
 
     checked = 0
     for _ in range(300):
         draws = [0.7 + 0.6 * rng.random()] + [
-            rng.gauss(0, 1) for _ in range(carried + fresh + 2 * max_samples + 1)
+            rng.gauss(0, 1) for _ in range(carried + REFERENCE_MIN + 2 * max_samples + 1)
         ]
-        path = _NullPath(draws, draws[1 : 1 + carried + fresh], fresh, 1 + carried + fresh)
-        critical = _critical_boundary(path, max_samples)
+        walk = comparison(draws, open_walk=True)
+        critical = _critical_boundary(walk, iter(draws[1 + carried :]))
         if critical <= 0:
             continue
         checked += 1
@@ -267,3 +232,74 @@ def test_calibrated_boundary_is_deterministic_and_orders_with_confidence() -> No
     assert calibrated_efficacy(8, 0.95, 100) < calibrated_efficacy(8, 0.99, 100)
     # A rougher noise estimate needs a higher boundary.
     assert calibrated_efficacy(8, 0.95, 3) > calibrated_efficacy(8, 0.95, 100)
+
+
+# Boundaries as the calibration gave them before it drove `Comparison` (same seeds, same
+# paths): the move of the procedure into one object left them where they were.
+PINNED = [
+    (8, 0.95, 20, Start.AFTER_KEEP, 2.390372770618231),
+    (8, 0.95, 20, Start.PARTIAL, 2.0985197957675834),
+    (8, 0.95, 20, Start.FULL, 1.90892982180223),
+    (3, 0.9, 3, Start.AFTER_KEEP, 2.29312837329112),
+    (3, 0.9, 3, Start.PARTIAL, 1.6987396194721567),
+    (3, 0.9, 3, Start.FULL, 1.3062739853644785),
+    (8, 0.99, 1000, Start.AFTER_KEEP, 3.000763470013092),
+]
+
+
+@pytest.mark.parametrize("max_samples,confidence,dof,start,expected", PINNED)
+def test_calibrated_boundaries_are_pinned(
+    max_samples: int, confidence: float, dof: int, start: Start, expected: float
+) -> None:
+    assert calibrated_efficacy(max_samples, confidence, dof, start) == expected
+
+
+def sides(test: Comparison, values: Callable[[Side], float]) -> list[str]:
+    """The sides a comparison asks for, in order, then its verdict."""
+    seen = []
+    while isinstance(side := test.next(), Side):
+        seen.append(side.value[0])
+        test.add(values(side))
+    return [*seen, test.verdict.value]
+
+
+def test_each_rule_samples_in_the_engines_order() -> None:
+    level = {Side.CANDIDATE: 9.0, Side.INCUMBENT: 10.0}
+    assert sides(Comparison(Rule("strict"), "minimize", [10.0]), level.get) == ["c", "keep"]
+    threshold = Rule("threshold", min_delta=2.0)
+    assert sides(Comparison(threshold, "minimize", [10.0]), level.get) == ["c", "discard"]
+    repeats = Rule("repeats", repeats=3)
+    assert sides(Comparison(repeats, "minimize", [10.0] * 3), level.get) == [
+        *"ccc",
+        "keep",
+    ]
+    sequential = Rule("sequential", max_samples=3)
+    noise = Noise(sigma=1.0, dof=20)
+    # Freshly kept (no unbiased reference): the incumbent first, then the candidate.
+    clear = {Side.CANDIDATE: 5.0, Side.INCUMBENT: 10.0}
+    assert sides(Comparison(sequential, "minimize", [], noise), clear.get) == [*"ic", "keep"]
+    # A carried reference: candidate first; a look after every sample, sides in turn.
+    # A gain of 1.5 sigma is promising at every look but never clear: dropped at the last
+    # candidate sample, when the futility bar has risen to the boundary.
+    unclear = {Side.CANDIDATE: 8.5, Side.INCUMBENT: 10.0}
+    test = Comparison(sequential, "minimize", [10.0] * 3, noise)
+    assert sides(test, unclear.get) == [*"cicic", "discard"]
+    assert test.look is not None and test.look.futility == 1.0
+    assert len(test.candidate) == 3 and len(test.fresh) == 2
+
+
+def test_a_decided_comparison_takes_no_more_samples() -> None:
+    test = Comparison(Rule("strict"), "minimize", [1.0])
+    test.add(0.5)
+    assert test.next() is Verdict.KEEP
+    with pytest.raises(RuntimeError):
+        test.add(0.5)
+    with pytest.raises(ValueError):
+        Comparison(Rule("strict"), "minimize", [])
+
+
+def test_the_config_builds_the_rule() -> None:
+    config = DecisionConfig(rule="threshold", min_delta="2.5%", max_samples=6)
+    assert config.to_rule() == Rule("threshold", 2.5, True, 5, 6, 0.95)
+    assert config.to_rule().min_delta_abs(-200.0) == 5.0
+    assert DecisionConfig(min_delta=0.5).to_rule().min_delta_abs(-200.0) == 0.5
