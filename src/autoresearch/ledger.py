@@ -8,7 +8,7 @@ import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from autoresearch.attempt import AttemptRecord
 
@@ -81,7 +81,8 @@ class Ledger:
         return out
 
     def records(self) -> list[dict[str, Any]]:
-        """The records as JSON objects; goes once the engine reads typed records."""
+        """The records as JSON objects, for the readers not yet typed (bench/decisions.py,
+        tests/unit/test_engine.py); prefer `read`."""
         return [stored_object(record) for record in self.read()]
 
     def _lines(self) -> list[str]:
@@ -122,19 +123,8 @@ class Ledger:
         lines = self._lines()
         return line_hash(lines[-1]) if lines else None
 
-    @overload
-    def append(self, record: AttemptRecord) -> AttemptRecord: ...
-
-    @overload
-    def append(self, record: dict[str, Any]) -> dict[str, Any]: ...
-
-    def append(self, record: AttemptRecord | dict[str, Any]) -> AttemptRecord | dict[str, Any]:
-        """Append one record, chained to the last line; returns it as stored (`prev_hash`
-        set). A JSON object is accepted until the engine appends typed records."""
-        if isinstance(record, dict):
-            data = {**record, "prev_hash": self.last_hash()}
-            self._write(data, AttemptRecord.from_json(data))
-            return data
+    def append(self, record: AttemptRecord) -> AttemptRecord:
+        """Append one record, chained to the last line; returns it as stored (`prev_hash` set)."""
         stored = replace(record, prev_hash=self.last_hash())
         self._write(stored_object(stored), stored)
         return stored
