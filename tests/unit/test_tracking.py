@@ -16,6 +16,15 @@ from conftest import git
 mlflow = pytest.importorskip("mlflow")
 
 
+@pytest.fixture(autouse=True)
+def tracking_uri_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URI another test set in this process (`mlflow.set_tracking_uri`) would win over
+    MLFLOW_TRACKING_URI; clear it for the test and put it back afterwards."""
+    from mlflow.tracking._tracking_service import utils
+
+    monkeypatch.setattr(utils, "_tracking_uri", None)
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     store = tmp_path / "mlruns"
