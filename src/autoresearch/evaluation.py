@@ -1,8 +1,8 @@
 """Measuring code: the baseline, a candidate against the incumbent, and the guard.
 
-The decision rule says how many samples it needs; under `sequential` the incumbent is
-re-measured between candidate samples (candidate, incumbent, candidate, ...), so drift of
-the machine affects both sides alike. Every run is verified against the harness
+The decision rule's `Comparison` says which side to measure next; under `sequential` the
+incumbent is re-measured between candidate samples (candidate, incumbent, candidate, ...),
+so drift of the machine affects both sides alike. Every run is verified against the harness
 fingerprint first, and whatever a run leaves in the worktree is undone after it.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import Comparison, Noise, Pool, Side, Verdict, estimate, pooled_noise
+from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
@@ -105,12 +105,10 @@ class Evaluator:
         # How many of a commit's samples were taken when it was measured itself (as the
         # baseline or as a candidate); the rest are re-measurements as the incumbent.
         self.own: dict[str, int] = {}
-        # The incumbent for the engine's older calls, which do not pass it.
-        self._legacy_incumbent = ""
 
     # -- bookkeeping --------------------------------------------------------------------
 
-    def load(self, records: Sequence[AttemptRecord | dict[str, Any]], *legacy: str) -> None:
+    def load(self, records: Sequence[AttemptRecord | dict[str, Any]]) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
         read = typed(records)
         self.groups = sample_groups(read)
@@ -118,8 +116,6 @@ class Evaluator:
             r.commit: len(r.samples or ()) for r in read if r.status is Status.KEEP and r.commit
         }
         self.own = {r.commit: len(r.samples or ()) for r in read if r.status.sets_best and r.commit}
-        if legacy:
-            self._legacy_incumbent = legacy[0]
 
     def reference(self, incumbent: str) -> list[float]:
         """The incumbent samples a candidate is compared with."""
@@ -133,12 +129,6 @@ class Evaluator:
         """How many reference samples earlier candidates' evaluations left behind."""
         remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
         return max(0, min(len(self.reference(incumbent)), remeasured))
-
-    def noise(self, extra: list[float] | None = None) -> Noise | None:
-        groups = list(self.groups.values())
-        if extra:
-            groups.append(extra)
-        return pooled_noise(groups)
 
     def comparison(self, incumbent: str) -> Comparison:
         """The procedure that decides on a candidate against `incumbent` now."""
@@ -205,15 +195,13 @@ class Evaluator:
             out.samples.append(value)
         self.groups[commit] = list(out.samples)
         self.own[commit] = len(out.samples)
-        self._legacy_incumbent = commit
         return out
 
     def evaluate(
-        self, iteration: int, candidate: Candidate, commit: str, incumbent: str | None = None
+        self, iteration: int, candidate: Candidate, commit: str, incumbent: str
     ) -> Evaluation:
         """Measure the candidate `commit` (and re-measure `incumbent`) until the rule
         decides."""
-        incumbent = self._legacy_incumbent if incumbent is None else incumbent
         out = Evaluation()
         test = self.comparison(incumbent)
         while isinstance(side := test.next(), Side):
@@ -251,8 +239,3 @@ class Evaluator:
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
         self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
-        self._legacy_incumbent = commit
-
-    def promote(self, commit: str) -> None:
-        """The engine's older name for `kept`."""
-        self.kept(commit)

@@ -1,0 +1,97 @@
+"""The evaluator in-process: it runs what the comparison asks for, and names failures."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from autoresearch.attempt import Status
+from autoresearch.config import Campaign, parse_config
+from autoresearch.decide import Verdict
+from autoresearch.evaluation import Evaluator
+from autoresearch.executors import CommandSpec, Measurement
+from autoresearch.workspace import Candidate
+
+CONFIG = """
+name = "e"
+scope = ["x"]
+[metric]
+command = "true"
+direction = "minimize"
+[decision]
+rule = "sequential"
+[proposer]
+kind = "command"
+command = "true"
+"""
+
+
+class Stage:
+    """Executor and worktree at once: each run prints the next number of the version shown."""
+
+    path = Path(".")
+
+    def __init__(self, values: dict[str, list[float | None]]) -> None:
+        self.values = values
+        self.showing = "candidate"
+        self.runs: list[str] = []
+
+    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
+        self.showing = "incumbent"
+
+    def settle(self) -> None:
+        self.showing = "candidate"
+
+    def run(self, spec: CommandSpec, **_: Any) -> Measurement:
+        self.runs.append(self.showing)
+        value = self.values[self.showing].pop(0)
+        if value is None:
+            return Measurement("crash", None, 0.0, "exited with 1", Path("log"))
+        return Measurement("ok", value, 0.0, "", Path("log"))
+
+
+class Unchanged:
+    def changed(self, campaign: Campaign, workspace: Path) -> None:
+        return None
+
+
+def evaluator(stage: Stage, phases: list[tuple[Any, ...]]) -> Evaluator:
+    config = parse_config("e", tomllib.loads(CONFIG))
+    nowhere = Path("/nonexistent")
+    return Evaluator(
+        Campaign(config, nowhere, nowhere),
+        stage,  # type: ignore[arg-type]
+        stage,
+        Unchanged(),  # type: ignore[arg-type]
+        nowhere,
+        lambda *args, **kwargs: phases.append((*args, kwargs)),
+    )
+
+
+def test_a_kept_incumbent_is_remeasured_first_and_a_clear_gain_kept() -> None:
+    stage = Stage({"candidate": [10.0, 10.1, 9.9, 10.0, 5.0], "incumbent": [10.0]})
+    phases: list[tuple[Any, ...]] = []
+    ev = evaluator(stage, phases)
+    assert ev.baseline("b").samples == [10.0, 10.1, 9.9, 10.0]
+    ev.kept("b")  # as if b had been selected: its own samples do not count as reference
+    out = ev.evaluate(1, Candidate(tree=""), "c", "b")
+    assert stage.runs[4:] == ["incumbent", "candidate"]
+    assert out.verdict is Verdict.KEEP and out.samples == [5.0] and out.runs == 2
+    assert out.incumbent_samples == [10.0] and out.failure is None
+    assert phases[4:] == [
+        ("measuring", 1, {"sample": 1, "samples": 8, "side": "incumbent"}),
+        ("measuring", 1, {"sample": 1, "samples": 8}),
+    ]
+
+
+def test_a_failed_run_is_a_status() -> None:
+    stage = Stage({"candidate": [10.0, 10.1, 9.9, 10.0, None], "incumbent": [None]})
+    ev = evaluator(stage, [])
+    ev.baseline("b")
+    out = ev.evaluate(1, Candidate(tree=""), "c", "b")
+    assert out.failure is Status.CRASH and out.reason == "metric exited with 1"
+    ev.kept("b")
+    out = ev.evaluate(2, Candidate(tree=""), "d", "b")
+    assert out.failure is Status.CRASH
+    assert out.reason == "re-measuring the incumbent: metric exited with 1"
