@@ -15,7 +15,7 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine, Interrupted
 from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped
 from autoresearch.executors.base import CommandSpec
-from autoresearch.ledger import Ledger
+from autoresearch.ledger import Ledger, stored_object
 from autoresearch.proposers.base import Proposal
 from autoresearch.verify import verify_campaign
 from campaigns import campaign_toml
@@ -100,7 +100,7 @@ def test_the_toy_campaign_gives_every_status_and_the_keys_0_1_0_wrote(tmp_path: 
     assert [r.best for r in records[1:]] == [4, 4, 4, 4, 4, 4, 4, 1, 0]
     # The same keys, attempt by attempt, as the ledger the previous version wrote.
     old = [json.loads(line) for line in (FIXTURES / "toy_full.jsonl").read_text().splitlines()]
-    for new, was in zip(Ledger(repo / ".autoresearch" / "toy").records(), old, strict=True):
+    for new, was in zip(map(stored_object, records), old, strict=True):
         assert new["status"] == was["status"]
         # (the in-memory proposer writes no output file, so it has no `proposer_output`)
         assert list(new) == [k for k in was if k != "proposer_output"], new["status"]
