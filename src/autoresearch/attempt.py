@@ -331,3 +331,4 @@ class StopReason(StrEnum):
     CHECKOUT_CHANGED = "checkout_changed"
     PROPOSER_FAILED = "proposer_failed"
     BASELINE_FAILED = "baseline_failed"
+    SPACE_EXHAUSTED = "space_exhausted"  # the proposer has nothing left to try

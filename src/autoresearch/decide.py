@@ -555,23 +555,13 @@ def start_state(carried: int, max_samples: int) -> Start:
 PRIOR_ATTEMPTS = {Start.AFTER_KEEP: 0, Start.PARTIAL: 1, Start.FULL: 4}
 
 
-def _prior_attempt(test: Comparison, draws: Iterator[float], boundary: float) -> Verdict:
-    """Drive a null candidate's comparison at a fixed boundary; its verdict.
-
-    Besides the rule's own stops, a prior candidate is dropped whenever z falls below the
-    futility bar times the boundary, also at the first look, where the rule has no bar
-    (bar 0: z < 0) and against a single reference sample goes on unless z <= -1. This is
-    how the boundaries were first calibrated, kept so that they stay what they are.
-    """
+def _prior_attempt(test: Comparison, draws: Iterator[float]) -> Verdict:
+    """Drive a null candidate's comparison to its verdict, exactly as the evaluator does."""
     while True:
         side = test.next()
         if isinstance(side, Verdict):
             return side
-        look = test.add(next(draws))
-        if look is not None and test.verdict is Verdict.MORE:
-            assert look.z is not None
-            if look.z < look.futility * boundary:
-                return Verdict.DISCARD
+        test.add(next(draws))
 
 
 def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
@@ -644,7 +634,7 @@ def calibrated_efficacy(
         for boundary in boundaries:
             test = Comparison(rule, "minimize", reference, noise, len(reference), efficacy=boundary)
             # A prior candidate kept makes a new incumbent: the path never reaches the state.
-            if _prior_attempt(test, draws, boundary) is Verdict.KEEP:
+            if _prior_attempt(test, draws) is Verdict.KEEP:
                 break
             reference = test.reference
         else:

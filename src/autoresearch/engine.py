@@ -211,7 +211,11 @@ class Engine:
         rules = StopRules.of(self.cfg, self.max_iterations)
         summary = summarize(self.cfg.name, str(self.cfg.metric.direction), self.records)
         minutes = (self.clock() - self.started) / 60.0
-        return stop_reason(rules, summary, self.incumbent.metric, self._last_iteration(), minutes)
+        reason = stop_reason(rules, summary, self.incumbent.metric, self._last_iteration(), minutes)
+        exhausted = getattr(self.proposer, "exhausted", None)
+        if reason is None and callable(exhausted) and exhausted():
+            return StopReason.SPACE_EXHAUSTED
+        return reason
 
     # -- the baseline -------------------------------------------------------------------
 

@@ -101,8 +101,10 @@ class Proposer(Protocol):
     """Edits files in `ctx.workspace`; the engine finds out what changed from git.
 
     Optional members, looked up with getattr: `validate(workspace)` checks the settings
-    against the files before the campaign starts, and `runs_commands = False` says the
-    proposer writes only through its own code, so the user's checkout need not be watched.
+    against the files before the campaign starts; `runs_commands = False` says the
+    proposer writes only through its own code, so the user's checkout need not be watched;
+    `exhausted() -> bool`, asked before every attempt, says it has nothing left to try (the
+    campaign stops with `space_exhausted`).
     """
 
     def propose(self, ctx: ProposalContext) -> Proposal: ...
