@@ -162,6 +162,7 @@ def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
 
 
 def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
+    from autoresearch.attempt import Status
     from autoresearch.config import load_campaign
     from autoresearch.engine import Engine
     from autoresearch.ledger import Ledger
@@ -192,17 +193,17 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
         campaign_obj = load_campaign(repo)
         result = Engine(campaign_obj).run()
         assert result.stop_reason == "max_iterations", result
-        records = Ledger(campaign_obj.state_dir).records()
+        records = Ledger(campaign_obj.state_dir).read()
         best = git(repo, "show", "autoresearch/bench:model.py")
         kept_effects = [
             float(line.split("(")[1].split(")")[0])
             for line in best.splitlines()
             if line.startswith("EFFECTS.append")
         ]
-        kept = {int(r["iteration"]) for r in records if r["status"] == "keep"}
+        kept = {r.iteration for r in records if r.status is Status.KEEP}
         return {
-            "attempts": sum(1 for r in records if r["iteration"] > 0),
-            "runs": sum(int(r.get("metric_runs") or 0) for r in records),
+            "attempts": sum(1 for r in records if r.iteration > 0),
+            "runs": sum(r.metric_runs or 0 for r in records),
             "false_keeps": sum(1 for i in kept if plan[i - 1] <= 0),
             "not_better": sum(1 for e in plan if e <= 0),
             "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),

@@ -269,7 +269,7 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
     from autoresearch.config import DecisionConfig
     from autoresearch.evaluation import Evaluator
 
-    records = [
+    ledger = [
         {"iteration": 0, "status": "baseline", "commit": "b", "samples": [1, 2, 3, 4]},
         {"iteration": 1, "status": "discard", "commit": "c1", "parent": "b", "samples": [5]},
         {
@@ -289,6 +289,7 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
             "incumbent_samples": [1.1],
         },
     ]
+    records = [AttemptRecord.from_json(r) for r in ledger]
     evaluator = Evaluator.__new__(Evaluator)
     evaluator.rule = DecisionConfig(rule="sequential", max_samples=4).to_rule()
     evaluator.load(records[:3])
@@ -296,7 +297,5 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
     assert evaluator.reference("b") == [2, 3, 4, 1.5] and evaluator.carried("b") == 1
     evaluator.load(records)
     # A newly kept incumbent: its own samples selected it, nothing is carried.
-    assert evaluator.reference("c3") == [] and evaluator.carried("c3") == 0
-    # Typed records rebuild the same.
-    evaluator.load([AttemptRecord.from_json(r) for r in records])
     assert evaluator.reference("c3") == [] and evaluator.reference("b") == [3, 4, 1.5, 1.1]
+    assert evaluator.carried("c3") == 0

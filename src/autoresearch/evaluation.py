@@ -13,16 +13,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate
 from autoresearch.executors import CommandSpec, Executor, metric_spec
-from autoresearch.harness import Limits
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
-from autoresearch.summary import sample_groups, typed
+from autoresearch.process import Limits
+from autoresearch.summary import sample_groups
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -108,9 +107,9 @@ class Evaluator:
 
     # -- bookkeeping --------------------------------------------------------------------
 
-    def load(self, records: Sequence[AttemptRecord | dict[str, Any]]) -> None:
+    def load(self, records: Sequence[AttemptRecord]) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
-        read = typed(records)
+        read = list(records)
         self.groups = sample_groups(read)
         self.selected = {
             r.commit: len(r.samples or ()) for r in read if r.status is Status.KEEP and r.commit

@@ -80,11 +80,6 @@ class Ledger:
                 out.append(AttemptRecord.from_json(data))
         return out
 
-    def records(self) -> list[dict[str, Any]]:
-        """The records as JSON objects, for the readers not yet typed (bench/decisions.py,
-        tests/unit/test_engine.py); prefer `read`."""
-        return [stored_object(record) for record in self.read()]
-
     def _lines(self) -> list[str]:
         try:
             data = self.path.read_text(encoding="utf-8", errors="replace")

@@ -10,13 +10,6 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.decide import confidence_better, pooled_noise
 
-RecordLike = AttemptRecord | dict[str, Any]
-
-
-def typed(records: Iterable[RecordLike]) -> list[AttemptRecord]:
-    """Records as `AttemptRecord`s, whether read typed or as ledger JSON objects."""
-    return [r if isinstance(r, AttemptRecord) else AttemptRecord.from_json(r) for r in records]
-
 
 def reached(value: float, target: float | None, direction: str) -> bool:
     if target is None:
@@ -75,10 +68,10 @@ def _pct(baseline: float | None, best: float | None, direction: str) -> float | 
     return 100.0 * gain / abs(baseline)
 
 
-def summarize(name: str, direction: str, records: Iterable[RecordLike]) -> Summary:
+def summarize(name: str, direction: str, records: Iterable[AttemptRecord]) -> Summary:
     summary = Summary(name=name, direction=direction)
     counts: Counter[str] = Counter()
-    attempts = typed(records)
+    attempts = list(records)
     for record in attempts:
         counts[str(record.status)] += 1
         summary.cost_usd += record.cost_usd
@@ -112,10 +105,10 @@ def summarize(name: str, direction: str, records: Iterable[RecordLike]) -> Summa
     return summary
 
 
-def sample_groups(records: Iterable[RecordLike]) -> dict[str, list[float]]:
+def sample_groups(records: Iterable[AttemptRecord]) -> dict[str, list[float]]:
     """Every sample of each version of the code: its own runs plus later re-measurements."""
     groups: dict[str, list[float]] = {}
-    for record in typed(records):
+    for record in list(records):
         if record.commit and record.samples:
             groups.setdefault(record.commit, []).extend(record.samples)
         if record.parent and record.incumbent_samples:

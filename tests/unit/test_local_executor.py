@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import harness
 from autoresearch.errors import ConfigError
 from autoresearch.executors import CommandSpec, ExecutorSetup, LocalExecutor
 from autoresearch.process import ChildRecord
@@ -63,26 +62,6 @@ def test_network_off_is_refused_where_unshare_is_missing(
         "refuses (the unshare command is not installed (util-linux)); set it to true or run "
         "where `unshare --net` works."
     )
-
-
-def test_the_former_class_level_api_still_names_the_record(tmp_path: Path) -> None:
-    record = tmp_path / "child.pgid"
-    proc = _leftover(record)
-    harness.ChildRecord.use(record)
-    try:
-        assert harness.ChildRecord.kill_leftover() == proc.pid
-        proc.wait(timeout=5)
-        seen = tmp_path / "seen"
-        LocalExecutor().run(
-            CommandSpec(f"cat {record} > {seen}; echo 1", 10),
-            workspace=tmp_path,
-            env=ENV,
-            log_stem=tmp_path / "m",
-        )
-        assert seen.read_text().strip().isdigit()
-    finally:
-        harness.ChildRecord.use(None)
-    assert harness.ChildRecord.kill_leftover() is None
 
 
 def test_a_leftover_is_gone_even_when_it_ignores_sigterm(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ class LocalExecutor(Executor):
             stdout_path=log_stem.with_suffix(".out"),
             stderr_path=log_stem.with_suffix(".err"),
             limits=spec.limits,
-            child=self.child if self.child is not None else _engine_record.current,
+            child=self.child,
         )
         if result.timed_out:
             return Measurement(
@@ -83,16 +83,3 @@ class LocalExecutor(Executor):
         except MetricParseError as exc:
             return Measurement(Status.CRASH, None, result.seconds, str(exc), result.stdout_path)
         return Measurement(OK, value, result.seconds, "", result.stdout_path)
-
-
-class _EngineRecord:
-    """The record named through `harness.ChildRecord.use`, the engine's former API.
-
-    An executor built without a record and never started writes here, so that an engine
-    that still names the record the old way keeps its guarantee. Goes with that API.
-    """
-
-    current: ChildRecord | None = None
-
-
-_engine_record = _EngineRecord()
