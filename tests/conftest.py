@@ -1,4 +1,9 @@
-"""Shared fixtures: real git repositories in temporary folders and the real CLI."""
+"""Shared fixtures: real git repositories in temporary folders, and the CLI two ways.
+
+`cli` runs `python -m autoresearch` in its own process (tests/e2e/ only: signals, the lock,
+a terminal, a whole campaign as a user runs it); `invoke` calls the same click command in
+this process, with the working directory and environment set for the call only.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from autoresearch.testing.repo import git
+from campaigns import campaign_toml
+
+__all__ = ["Runner", "git", "ledger", "make_repo", "snapshot", "statuses"]
 
 TOY_BENCH = 'import calc\nprint(f"score: {abs(calc.N - 3)}")\n'
 
@@ -27,44 +39,9 @@ case "$AUTORESEARCH_ITERATION" in
 esac
 """
 
-TOY_CONFIG = """\
-name = "toy"
-goal = "make the score zero"
-scope = ["calc.py"]
-harness = ["bench.py"]
-
-[metric]
-command = "python bench.py"
-direction = "minimize"
-pattern = 'score: ([-+0-9.eE]+)'
-target = 0
-
-[guard]
-command = "python -c 'import calc; assert calc.N != 5'"
-
-[stop]
-max_iterations = 20
-
-[proposer]
-kind = "command"
-command = "bash {proposer}"
-"""
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    ).stdout
-
 
 def make_repo(path: Path, files: dict[str, str], commit: bool = True) -> Path:
+    """A repository on branch `main` holding `files`, committed unless `commit` is False."""
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
     for rel, text in files.items():
@@ -77,20 +54,29 @@ def make_repo(path: Path, files: dict[str, str], commit: bool = True) -> Path:
     return path
 
 
-@pytest.fixture
-def toy(tmp_path: Path) -> Path:
+def make_toy(tmp_path: Path) -> Path:
     """The engine issue's toy repository; the proposer script lives outside the repo."""
     proposer = tmp_path / "propose.sh"
     proposer.write_text(TOY_PROPOSER)
-    repo = tmp_path / "repo"
     return make_repo(
-        repo,
+        tmp_path / "repo",
         {
             "calc.py": "# the number to tune\nN = 10\n",
             "bench.py": TOY_BENCH,
-            "autoresearch.toml": TOY_CONFIG.format(proposer=proposer),
+            "autoresearch.toml": campaign_toml(**{"proposer.command": f"bash {proposer}"}),
         },
     )
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> Path:
+    return make_toy(tmp_path)
+
+
+def rewrite_config(repo: Path, text: str, message: str = "config") -> None:
+    """Replace the campaign's config and commit it, as a user editing it would."""
+    (repo / "autoresearch.toml").write_text(text)
+    git(repo, "commit", "-qam", message)
 
 
 def snapshot(repo: Path) -> dict[str, object]:
@@ -113,11 +99,22 @@ def snapshot(repo: Path) -> dict[str, object]:
     }
 
 
-Runner = Callable[..., subprocess.CompletedProcess[str]]
+@dataclass(frozen=True)
+class Ran:
+    """What a command gave back, the same shape whether it ran in- or out-of-process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[..., Ran | subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
 def cli() -> Runner:
+    """`python -m autoresearch` in a process of its own."""
+
     def run(
         cwd: Path, *args: str, timeout: float = 120, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
@@ -130,6 +127,22 @@ def cli() -> Runner:
             stdin=subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
         )
+
+    return run
+
+
+@pytest.fixture
+def invoke(monkeypatch: pytest.MonkeyPatch) -> Runner:
+    """The click command in this process: same arguments, exit code, stdout and stderr."""
+    from autoresearch.cli import main
+
+    def run(cwd: Path, *args: str, timeout: float = 0, env: dict[str, str] | None = None) -> Ran:
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for key, value in (env or {}).items():
+                patch.setenv(key, value)
+            result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        return Ran(result.exit_code, result.stdout, result.stderr)
 
     return run
 
