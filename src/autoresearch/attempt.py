@@ -77,8 +77,9 @@ class Status(StrEnum):
 
     @property
     def shows_reason(self) -> bool:
-        """The record's reason explains the status (a keep or discard needs none)."""
-        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD)
+        """The record's reason is worth showing beside it: why it failed, or the rule's
+        statistic and threshold behind a keep or a discard."""
+        return self is not Status.BASELINE
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,8 @@ class Look(NamedTuple):
     z: float | None = None  # gain / its standard error (sequential with noise only)
     futility: float = 0.0  # the futility bar, as a share of the efficacy boundary
     efficacy: float | None = None  # the efficacy boundary this look was judged at
+    ref_mean: float = 0.0  # the reference's mean, for relative gains and min_delta
+    threshold: float | None = None  # the gain to beat (threshold and repeats rules)
 
 
 def judge(
@@ -343,16 +345,17 @@ def judge(
     n = len(reference)
     if rule.name == "sequential":
         return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
-    look = Look(k, n, fresh, g)
     if rule.name == "strict":
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0)
         return (Verdict.KEEP if g > 0 else Verdict.DISCARD), look
     threshold = rule.min_delta_abs(ref_mean)
     if rule.name == "repeats":
         if k < rule.repeats:
-            return Verdict.MORE, look
+            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean)
         var_c = statistics.variance(candidate) if k > 1 else 0.0
         var_i = statistics.variance(reference) if n > 1 else 0.0
         threshold = max(threshold, 2 * math.sqrt(var_c / k + var_i / n))
+    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold)
     return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
 
 
@@ -373,7 +376,7 @@ def _sequential(
     done = k >= max_samples and fresh >= max_samples
     if noise is None or noise.sigma <= 0:
         # Exact samples: only min_delta and drift are left to rule out.
-        look = Look(k, n, fresh, g)
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta)
         if g <= delta:
             return Verdict.DISCARD, look
         if open_walk:
@@ -383,13 +386,13 @@ def _sequential(
     se = noise.sigma * factor
     z = g / se
     if open_walk:
-        look = Look(k, n, fresh, g, z, share * projection)
+        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean)
         return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
     if efficacy is None:
         # The boundary stays fixed through a comparison, as calibrated: it follows the
         # noise estimate's degrees of freedom before this comparison's samples joined it.
         efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried)
-    look = Look(k, n, fresh, g, z, share * projection, efficacy)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta)
     if fresh >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP, look
     if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
@@ -518,6 +521,48 @@ class Comparison:
             self.efficacy,
             self.open_walk,
         )
+
+
+def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
+    """Why the rule reached `verdict` at `look`, with the statistic and the threshold:
+    "z 1.42 < 2.10 after 3 runs", "first run 5.2% worse than the incumbent", ..."""
+    if look is None or verdict is Verdict.MORE:
+        return ""
+    k, g = look.candidate, look.gain
+    runs = f"after {k} run{'' if k == 1 else 's'}"
+    if g == 0:
+        return f"equal is not better ({runs})" if k > 1 else "equal is not better"
+    relative = _relative(g, look.ref_mean)
+    first = "first run" if k == 1 else f"mean of {k} runs"
+    if look.z is None or look.efficacy is None:  # one-sample rules, repeats, exact metrics
+        threshold = look.threshold or 0.0
+        if g < 0 or (verdict is Verdict.KEEP and threshold <= 0):
+            return f"{first} {relative} than the incumbent"
+        sign = ">" if verdict is Verdict.KEEP else "<="
+        what = "the bar (min_delta, 2 sigma)" if rule.name == "repeats" else "min_delta"
+        return f"gain {g:.4g} {sign} {what} {threshold:.4g} {runs} ({relative})"
+    z, efficacy = look.z, look.efficacy
+    if verdict is Verdict.KEEP:
+        return f"z {z:.2f} >= {efficacy:.2f} {runs} ({relative})"
+    bar = drop_bar(look.reference)
+    if z <= bar:
+        if k == 1:
+            return f"{first} {relative} than the incumbent (z {z:.2f} <= {bar:g})"
+        return f"z {z:.2f} <= {bar:g} {runs}: not better"
+    delta = look.threshold or 0.0
+    if delta > 0 and g + efficacy * (g / z) <= delta:
+        return f"gain {g:.4g} confidently short of min_delta {delta:.4g} {runs}"
+    if k >= rule.max_samples and look.fresh >= rule.max_samples:
+        return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
+    return f"z {z:.2f} < futility bar {look.futility * efficacy:.2f} {runs}"
+
+
+def _relative(g: float, reference: float) -> str:
+    word = "better" if g > 0 else "worse"
+    if not reference:
+        return f"{abs(g):.4g} {word}"
+    pct = 100 * abs(g) / abs(reference)
+    return f"{pct:.1f}% {word}" if pct < 100 else f"{pct:.0f}% {word}"
 
 
 def decide(

@@ -309,14 +309,15 @@ class Engine:
         )
         if measured.failure:
             return Judged(Status(measured.failure), measured.reason, measured)
+        verdict = measured.reason or None  # the rule's statistic and threshold
         if measured.verdict is not Verdict.KEEP:
-            return Judged(Status.DISCARD, None, measured)
+            return Judged(Status.DISCARD, verdict, measured)
         guard = self.evaluator.run_guard(iteration)
         if guard.failure:
             tampered = guard.failure == Status.TAMPERED
             status = Status.TAMPERED if tampered else Status.GUARD_FAILED
             return Judged(status, guard.reason, measured, guard.seconds)
-        return Judged(Status.KEEP, None, measured, guard.seconds)
+        return Judged(Status.KEEP, verdict, measured, guard.seconds)
 
     def _settle(self, steps: Steps) -> None:
         """Keep the candidate or roll it back: the worktree is exactly the incumbent after."""

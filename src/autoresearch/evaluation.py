@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate
+from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate, explain
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
@@ -33,7 +33,7 @@ class Evaluation:
     incumbent_samples: list[float] = field(default_factory=list)
     verdict: Verdict = Verdict.DISCARD
     failure: Status | None = None  # crash, timeout or tampered
-    reason: str = ""
+    reason: str = ""  # why it failed, or why the rule decided as it did
     seconds: float = 0.0
     runs: int = 0
     cost_usd: float = 0.0  # what an LLM judge cost
@@ -43,6 +43,27 @@ class Evaluation:
     @property
     def metric(self) -> float | None:
         return estimate(self.samples) if self.samples else None
+
+
+GUARD_LINES = 5  # of a failed guard's output, in the attempt's reason
+TAIL_BYTES = 16384
+
+
+def last_lines(*paths: Path) -> str:
+    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
+    failing tests' names, usually. Bounded: only the end of each log is read."""
+    lines: list[str] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, handle.tell() - TAIL_BYTES))
+                text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        lines += [line.strip() for line in text.splitlines() if line.strip()]
+    shown = [line[:200] for line in lines[-GUARD_LINES:]]
+    return ("; last lines: " + " | ".join(shown)) if shown else ""
 
 
 SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
@@ -163,8 +184,10 @@ class Evaluator:
         out.runs += 1
         self.workspace.settle()
         if not result.ok:
-            out.failure = Status.TIMEOUT if result.outcome == "timeout" else Status.CRASH
+            out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
             out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
+            if not spec.parse and out.failure is Status.CRASH:
+                out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
             return None
         return result.value if spec.parse else 0.0
 
@@ -225,6 +248,7 @@ class Evaluator:
                 out.samples.append(value)
             test.add(value)
         out.verdict = test.verdict
+        out.reason = explain(self.rule, test.verdict, test.look)
         self.groups[commit] = list(out.samples)
         return out
 

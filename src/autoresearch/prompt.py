@@ -72,6 +72,14 @@ def build_prompt(
                 f"{_num(note.delta)} | {text} |"
             )
         lines.append("")
+        last = recent[-1]
+        if Status(last.status) is not Status.KEEP and last.reason:
+            lines += [
+                "## Why the last attempt was not kept",
+                "",
+                f"Attempt {last.iteration} ended as `{last.status}`: {last.reason[:1000]}",
+                "",
+            ]
     lines += [
         "## When you are done",
         "",

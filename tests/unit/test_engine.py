@@ -102,8 +102,17 @@ def test_the_toy_campaign_gives_every_status_and_the_keys_0_1_0_wrote(tmp_path: 
     old = [json.loads(line) for line in (FIXTURES / "toy_full.jsonl").read_text().splitlines()]
     for new, was in zip(map(stored_object, records), old, strict=True):
         assert new["status"] == was["status"]
-        # (the in-memory proposer writes no output file, so it has no `proposer_output`)
-        assert list(new) == [k for k in was if k != "proposer_output"], new["status"]
+        # (the in-memory proposer writes no output file, so it has no `proposer_output`;
+        # a keep or a discard now says why, in `reason`)
+        keys = [k for k in was if k != "proposer_output"]
+        if new["status"] in ("keep", "discard"):
+            keys.insert(
+                keys.index("previous_best" if "previous_best" in keys else "delta"), "reason"
+            )
+        assert list(new) == keys, new["status"]
+    assert records[1].reason == "first run 42.9% better than the incumbent"
+    assert records[2].reason == "first run 50.0% worse than the incumbent"
+    assert records[3].reason is not None and records[3].reason.startswith("guard exited")
     # The branch holds the best, the user's checkout is untouched byte for byte.
     assert git(repo, "show", "autoresearch/toy:calc.py") == "# the number to tune\nN = 3\n"
     assert snapshot(repo) == before

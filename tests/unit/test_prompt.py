@@ -44,11 +44,11 @@ def test_notes_carry_what_the_records_say() -> None:
     assert (notes[3].reason, notes[3].diffstat, notes[3].metric) == ("exit 3", "", None)
 
 
-def test_the_history_table_shows_a_reason_only_where_the_status_needs_one() -> None:
+def test_the_history_table_shows_every_reason_but_the_baselines() -> None:
     rows = [line for line in prompt(RECORDS).splitlines() if line.startswith("| ")][1:]
     assert rows == [
         "| 0 | baseline | 7 | - | baseline |",
-        "| 1 | keep | 4 | -3 | set N to 7 (calc.py | 2 +-) |",
-        "| 2 | discard | 5 | 1 |  |",
+        "| 1 | keep | 4 | -3 | set N to 7 (calc.py | 2 +-) (kept) |",
+        "| 2 | discard | 5 | 1 | (not better) |",
         "| 3 | crash | - | - | N = 0 (exit 3) |",
     ]

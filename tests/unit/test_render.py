@@ -33,7 +33,7 @@ def test_every_status_has_a_style() -> None:
     assert set(STATUS_STYLE) == set(Status)
 
 
-def test_attempt_line_shows_a_reason_only_where_the_status_needs_one() -> None:
+def test_attempt_line_shows_the_reason_beside_the_description() -> None:
     crash = AttemptRecord(7, Status.CRASH, description="try", reason="exit 3")
     discard = AttemptRecord(8, Status.DISCARD, metric=5.0, delta=1.0, reason="not better")
     bare = AttemptRecord(9, Status.NO_CHANGE, reason="nothing changed")
@@ -41,7 +41,7 @@ def test_attempt_line_shows_a_reason_only_where_the_status_needs_one() -> None:
         " 7/12 [red]crash          [/] metric          -  delta         -  "
         "best          4  try \\[exit 3]"
     )
-    assert "not better" not in attempt_line(discard, 4.0, 12)
+    assert attempt_line(discard, 4.0, 12).endswith("best          4  not better")
     assert "delta        +1" in attempt_line(discard, 4.0, 12)
     assert attempt_line(bare, None, 12).endswith("best          -  nothing changed")
 

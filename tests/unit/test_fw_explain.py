@@ -1,0 +1,88 @@
+"""Every verdict says why: the rule's statistic and the threshold it was held to."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoresearch.decide import Comparison, Noise, Rule, Side, Verdict, explain
+
+
+def run(rule: Rule, reference: list[float], candidate: list[float], incumbent: list[float]):
+    test = Comparison(
+        rule, "minimize", reference, Noise(1.0, 50) if rule.name == "sequential" else None
+    )
+    cand, inc = iter(candidate), iter(incumbent)
+    while isinstance(side := test.next(), Side):
+        test.add(next(cand) if side is Side.CANDIDATE else next(inc))
+    return test.verdict, explain(rule, test.verdict, test.look)
+
+
+def rule(name: str, **kw: object) -> Rule:
+    base = dict(name=name, min_delta=0.0, percent=False, repeats=3, max_samples=4, confidence=0.95)
+    base.update(kw)
+    return Rule(**base)  # type: ignore[arg-type]
+
+
+def test_strict_names_the_relative_gain_and_equal_is_not_better() -> None:
+    assert run(rule("strict"), [10.0], [9.0], []) == (
+        Verdict.KEEP,
+        "first run 10.0% better than the incumbent",
+    )
+    assert run(rule("strict"), [10.0], [10.52], []) == (
+        Verdict.DISCARD,
+        "first run 5.2% worse than the incumbent",
+    )
+    assert run(rule("strict"), [10.0], [10.0], []) == (Verdict.DISCARD, "equal is not better")
+
+
+def test_threshold_names_min_delta() -> None:
+    verdict, why = run(rule("threshold", min_delta=0.5), [10.0], [9.8], [])
+    assert verdict is Verdict.DISCARD
+    assert why == "gain 0.2 <= min_delta 0.5 after 1 run (2.0% better)"
+    verdict, why = run(rule("threshold", min_delta=0.5), [10.0], [9.0], [])
+    assert (verdict, why) == (Verdict.KEEP, "gain 1 > min_delta 0.5 after 1 run (10.0% better)")
+
+
+def test_repeats_names_its_bar_and_the_runs() -> None:
+    verdict, why = run(rule("repeats"), [10.0, 10.1, 9.9], [9.95, 10.05, 9.9], [])
+    assert verdict is Verdict.DISCARD
+    assert why.startswith("gain 0.0") and "the bar (min_delta, 2 sigma)" in why
+    assert "after 3 runs" in why
+
+
+def test_sequential_names_z_and_the_boundary() -> None:
+    # A clear gain: kept once a fresh incumbent sample confirms it.
+    verdict, why = run(rule("sequential"), [10.0, 10.0], [5.0], [10.0])
+    assert verdict is Verdict.KEEP
+    assert why.startswith("z ") and ">=" in why and "after 1 run" in why
+    # Clearly worse at once.
+    verdict, why = run(rule("sequential"), [10.0, 10.0], [12.0], [])
+    assert verdict is Verdict.DISCARD
+    assert why == "first run 20.0% worse than the incumbent (z -1.63 <= 0)"
+
+
+@pytest.mark.parametrize("name", ["strict", "threshold", "repeats", "sequential"])
+def test_no_reason_before_the_verdict(name: str) -> None:
+    assert explain(rule(name), Verdict.MORE, None) == ""
+
+
+def test_the_next_prompt_says_why_the_last_attempt_failed() -> None:
+    from autoresearch.prompt import build_prompt
+    from autoresearch.proposers.base import AttemptNote
+
+    reason = "guard exited with code 1; last lines: FAILED test_x.py::test_sorts - assert"
+    note = AttemptNote(3, "guard_failed", 1.0, -1.0, "faster sort", ["x.py"], reason)
+    text = build_prompt(
+        iteration=4,
+        goal="g",
+        instructions="",
+        scope=["x.py"],
+        harness=[],
+        direction="minimize",
+        metric_command="m",
+        baseline=2.0,
+        best=2.0,
+        history=[note],
+    )
+    assert "## Why the last attempt was not kept" in text
+    assert f"Attempt 3 ended as `guard_failed`: {reason}" in text
