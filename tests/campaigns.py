@@ -8,9 +8,12 @@ A dotted key sets one value in a table; None removes the key (or the whole table
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import tomlkit
+
+from autoresearch.testing.repo import make_repo
 
 TOY: dict[str, Any] = {
     "name": "toy",
@@ -45,3 +48,36 @@ def campaign_config(**overrides: Any) -> dict[str, Any]:
 
 def campaign_toml(**overrides: Any) -> str:
     return tomlkit.dumps(campaign_config(**overrides))
+
+
+def script_campaign(
+    tmp_path: Path,
+    script: str,
+    *,
+    bench: str = "import calc\nprint(calc.N)\n",
+    files: dict[str, str] | None = None,
+    **overrides: Any,
+) -> Path:
+    """A repository with campaign "t" whose proposer is the bash `script` (kept outside the
+    repository): metric `python bench.py` (the last number), no guard, three attempts."""
+    proposer = tmp_path / "propose.sh"
+    proposer.write_text("#!/bin/bash\n" + script)
+    config = campaign_toml(
+        name="t",
+        goal=None,
+        guard=None,
+        **{
+            "metric.pattern": None,
+            "metric.target": None,
+            "metric.timeout": 30,
+            "stop.max_iterations": 3,
+            "stop.plateau": 0,
+            "proposer.command": f"bash {proposer}",
+            "proposer.timeout": 30,
+            **overrides,
+        },
+    )
+    return make_repo(
+        tmp_path / "repo",
+        {"calc.py": "N = 10\n", "bench.py": bench, "autoresearch.toml": config, **(files or {})},
+    )

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from autoresearch.testing.repo import git
 from campaigns import campaign_toml
 
-__all__ = ["Runner", "git", "ledger", "make_repo", "snapshot", "statuses"]
+__all__ = ["Runner", "alive", "git", "ledger", "make_repo", "snapshot", "statuses"]
 
 TOY_BENCH = 'import calc\nprint(f"score: {abs(calc.N - 3)}")\n'
 
@@ -154,3 +155,17 @@ def ledger(repo: Path, name: str = "toy") -> list[dict[str, object]]:
 
 def statuses(repo: Path, name: str = "toy") -> list[str]:
     return [str(r["status"]) for r in ledger(repo, name)]
+
+
+def alive(pid: int) -> bool:
+    """True for a running process; a zombie waiting for its reaper is not running."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.05)
+    return True

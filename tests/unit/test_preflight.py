@@ -1,0 +1,41 @@
+"""`check`: HEAD measured in a scratch worktree, in-process through the click runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import Runner, git, snapshot
+
+
+def test_check_prints_the_number_and_guard(toy: Path, invoke: Runner) -> None:
+    before = snapshot(toy)
+    result = invoke(toy, "check")
+    assert result.returncode == 0, result.stderr
+    assert "metric: 7" in result.stdout
+    assert "guard: passed" in result.stdout
+    assert "harness: bench.py" in result.stdout
+    assert snapshot(toy) == before
+    assert git(toy, "worktree", "list").count("\n") == 1
+
+
+def test_check_repeat_prints_the_spread(toy: Path, invoke: Runner) -> None:
+    result = invoke(toy, "check", "--repeat", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["values"] == [7, 7, 7]
+    assert data["spread"] == {"median": 7, "mad": 0, "min": 7, "max": 7}
+
+
+def test_check_reports_a_broken_metric(toy: Path, invoke: Runner) -> None:
+    (toy / "bench.py").write_text("print('no digits')\n")
+    git(toy, "commit", "-qam", "break")
+    result = invoke(toy, "check")
+    assert result.returncode == 1
+    assert "metric failed" in result.stdout and "no line matched" in result.stdout
+
+
+def test_check_measures_the_commit_not_uncommitted_edits(toy: Path, invoke: Runner) -> None:
+    (toy / "calc.py").write_text("N = 3\n")
+    result = invoke(toy, "check")
+    assert "metric: 7" in result.stdout

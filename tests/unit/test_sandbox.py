@@ -1,0 +1,92 @@
+"""The measurement's sandbox: secrets withheld, memory and CPU limits, no network.
+
+The campaign runs in-process through the click runner; the metric is a real process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from campaigns import campaign_toml
+from conftest import Runner, ledger, make_repo
+
+
+def sandbox_repo(
+    tmp_path: Path, bench: str, sandbox: dict[str, object], proposer: str = "true", **extra: object
+) -> Path:
+    config = campaign_toml(
+        name="s",
+        harness=None,
+        guard=None,
+        sandbox=sandbox,
+        **{
+            "metric.pattern": None,
+            "metric.target": None,
+            "stop.max_iterations": 1,
+            "proposer.command": proposer,
+            **extra,
+        },
+    )
+    return make_repo(
+        tmp_path / "repo", {"calc.py": "N = 1\n", "bench.py": bench, "autoresearch.toml": config}
+    )
+
+
+def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, invoke: Runner) -> None:
+    bench = (
+        "import os\n"
+        "print('seen:', sorted(k for k in os.environ if k.startswith('AR_TEST')))\n"
+        "print(1)\n"
+    )
+    seen = tmp_path / "proposer-env"
+    repo = sandbox_repo(
+        tmp_path,
+        bench,
+        {"pass_env": ["AR_TEST_PASSED_TOKEN"]},
+        proposer=f"env | grep ^AR_TEST | sort > {seen}",
+    )
+    env = {
+        "AR_TEST_API_KEY": "a",
+        "AR_TEST_PASSED_TOKEN": "b",
+        "AR_TEST_SECRET": "c",
+        "AR_TEST_PLAIN": "d",
+    }
+    assert invoke(repo, "run", env=env).returncode == 0
+    out = (repo / ".autoresearch/s/logs/0000-metric-1.out").read_text()
+    assert "['AR_TEST_PASSED_TOKEN', 'AR_TEST_PLAIN']" in out
+    # The proposer (an agent needs its API key) gets the whole environment.
+    assert seen.read_text().count("AR_TEST_") == 4
+
+
+def test_memory_limit_turns_a_hog_into_a_crash(tmp_path: Path, invoke: Runner) -> None:
+    bench = "import calc\nblob = bytearray(400 * 1024 * 1024) if calc.N == 2 else b''\nprint(1)\n"
+    repo = sandbox_repo(
+        tmp_path, bench, {"memory_mb": 200}, proposer="sed -i 's/^N = .*/N = 2/' calc.py"
+    )
+    assert invoke(repo, "run").returncode == 0
+    record = ledger(repo, "s")[1]
+    assert record["status"] == "crash" and "MemoryError" in record["reason"]
+
+
+def test_cpu_limit_stops_a_spinning_metric(tmp_path: Path, invoke: Runner) -> None:
+    bench = "import calc\nwhile calc.N == 2:\n    pass\nprint(1)\n"
+    repo = sandbox_repo(
+        tmp_path, bench, {"cpu_seconds": 1}, proposer="sed -i 's/^N = .*/N = 2/' calc.py"
+    )
+    assert invoke(repo, "run").returncode == 0
+    assert ledger(repo, "s")[1]["status"] == "crash"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root here")
+def test_network_off_means_no_network(tmp_path: Path, invoke: Runner) -> None:
+    bench = (
+        "import socket\n"
+        "names = [n for _, n in socket.if_nameindex()]\n"
+        "print('interfaces', names)\nprint(len(names))\n"
+    )
+    repo = sandbox_repo(tmp_path, bench, {"network": False})
+    result = invoke(repo, "run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ledger(repo, "s")[0]["metric"] == 1  # only the loopback device is left
