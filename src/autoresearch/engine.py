@@ -35,10 +35,12 @@ from autoresearch.recording import (
     attempt_record,
     baseline_record,
     describe,
+    in_flight_record,
 )
 from autoresearch.scope import PathMatcher
 from autoresearch.screening import Rules, Screened, screen
 from autoresearch.startup import (
+    LOST_REASON,
     check_same_judge,
     dirty_checkout_warning,
     lost_attempt,
@@ -108,6 +110,7 @@ class Engine:
         self.incumbent = Incumbent("", "", None)
         self.fingerprint = Fingerprint()
         self.proposer_failures = 0
+        self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -189,7 +192,10 @@ class Engine:
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
-        self.state.update(in_flight=None)
+            # A candidate a paid proposer made is measured, not thrown away with the engine.
+            if lost.commit and lost.cost and self.workspace.repo.rev(lost.commit):
+                self.pending = lost
+        self.state.update(in_flight=None, in_flight_record=None)
         self.on_event(
             Started(
                 self.summary(), self.max_iterations, str(self.workspace.path), bool(self.records)
@@ -246,13 +252,22 @@ class Engine:
     def _attempt(self, iteration: int) -> AttemptRecord:
         began, before = self.clock(), self.incumbent
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.state.update(in_flight=iteration)
+        self.state.update(in_flight=iteration, in_flight_record=None)
         steps = Steps(iteration, began)
+        pending, self.pending = self.pending, None
         try:
-            proposal, seconds, watch = self._propose(iteration)
-            steps = replace(steps, proposal=proposal, propose_seconds=seconds)
+            if pending is None:
+                note = None
+                proposal, seconds, watch = self._propose(iteration)
+            else:
+                note = f"the candidate of attempt {pending.iteration}, measured on resume"
+                proposal, seconds, watch = self._replay(pending)
+            steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
             collected = self._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
+            if collected.commit is not None:  # a kill from here on must not lose it
+                known = in_flight_record(steps, before, LOST_REASON).to_json()
+                self.state.update(in_flight=iteration, in_flight_record=known)
             self._count_proposer_failures(proposal)
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
@@ -278,6 +293,14 @@ class Engine:
         began = self.clock()
         proposal = ask(self.proposer, ctx, self.logs / f"{iteration:04d}-proposer-error.txt")
         return proposal, self.clock() - began, watch
+
+    def _replay(self, lost: AttemptRecord) -> tuple[Proposal, float, CheckoutWatch]:
+        """Put an interrupted attempt's committed candidate back in the workspace, as if its
+        proposer had just made it (its cost is on the interrupted record already)."""
+        assert lost.commit is not None
+        self.workspace.load_tree(lost.commit)
+        watch = CheckoutWatch(self.campaign.root, [], enabled=False)
+        return Proposal(description=lost.description), 0.0, watch
 
     def _collect(self, iteration: int, proposal: Proposal, watch: CheckoutWatch) -> Collected:
         """Find out from git what changed, and commit it as the attempt's candidate."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Status, Timings
@@ -51,6 +51,7 @@ class Steps:
     propose_seconds: float = 0.0
     collected: Collected | None = None
     outcome: Screened | Judged = NOT_FINISHED
+    note: str | None = None  # how the candidate came about, when not from the proposer
 
 
 def attempt_record(
@@ -77,7 +78,7 @@ def attempt_record(
         files=collected.files if collected else (),
         description=collected.description if collected else "",
         reason=outcome.reason,
-        note=_head_note(collected),
+        note=steps.note or _head_note(collected),
         diffstat=collected.diffstat if collected else None,
         **_proposal_fields(steps.proposal),
         **_measured_fields(measured),
@@ -89,6 +90,14 @@ def attempt_record(
             _r(propose_seconds), _r(measure_seconds), _r(guard_seconds), _r(engine), _r(total)
         ),
     )
+
+
+def in_flight_record(steps: Steps, before: Incumbent, reason: str) -> AttemptRecord:
+    """What is known of an attempt once its candidate is committed: what the record of an
+    engine killed from here on says."""
+    cut = replace(steps, outcome=Screened(Status.INTERRUPTED, reason))
+    record = attempt_record(cut, before, before, steps.began)
+    return replace(record, closed=False, delta=None, best=None, timings=None)
 
 
 def baseline_record(

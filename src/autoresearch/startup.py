@@ -105,17 +105,28 @@ def check_same_judge(
 def lost_attempt(
     state: StateFile, records: Sequence[AttemptRecord], incumbent: str
 ) -> AttemptRecord | None:
-    """The attempt that was in flight when an engine died, to be logged, never lost."""
-    in_flight = state.read().get("in_flight")
+    """The attempt that was in flight when an engine died, to be logged, never lost: with
+    what was known of it (its commit, description, files, cost) once it was collected."""
+    data = state.read()
+    in_flight = data.get("in_flight")
     last = max((r.iteration for r in records), default=0)
     if in_flight is None or int(in_flight) <= last or not records:
         return None
+    known = data.get("in_flight_record")
+    if isinstance(known, dict) and known.get("iteration") == int(in_flight):
+        try:
+            return AttemptRecord.from_json(known)
+        except (TypeError, ValueError):
+            pass  # a state file from elsewhere: log what is certain
     return AttemptRecord(
         iteration=int(in_flight),
         status=Status.INTERRUPTED,
         parent=incumbent,
-        reason="the engine stopped while this attempt was in flight",
+        reason=LOST_REASON,
     )
+
+
+LOST_REASON = "the engine stopped while this attempt was in flight"
 
 
 def dirty_checkout_warning(campaign: Campaign) -> str | None:

@@ -348,6 +348,11 @@ class Workspace:
         self.link_shares()
         return problem
 
+    def load_tree(self, commit: str) -> None:
+        """Make index and worktree `commit`'s tree while HEAD stays on the incumbent: the
+        next `collect` finds it as the candidate."""
+        self.git.run("read-tree", "-u", "--reset", commit)
+
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
         self.git.run("update-ref", "--no-deref", self.branch_ref, commit, expected)

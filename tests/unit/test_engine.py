@@ -6,6 +6,7 @@ import json
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -290,3 +291,64 @@ def test_records_are_typed_end_to_end(tmp_path: Path) -> None:
     attempted = [e.record for e in events if isinstance(e, Attempted)]
     assert all(isinstance(r, AttemptRecord) for r in attempted)
     assert attempted == Ledger(repo / ".autoresearch" / "toy").read()
+
+
+class Killed(BaseException):
+    """The engine dies on the spot (no roll-back, no record): what SIGKILL leaves."""
+
+
+def paid(value: str) -> Callable[[Path], Proposal]:
+    def edit(workspace: Path) -> Proposal:
+        set_n(value)(workspace)
+        return Proposal(description=f"set N to {value}", cost_usd=0.25, tokens_in=100)
+
+    return edit
+
+
+def die_on_first_candidate_run() -> MemoryExecutor:
+    executor = MemoryExecutor(score)
+    runs = [0]
+
+    def die(spec: CommandSpec, workspace: Path) -> None:
+        runs[0] += spec.parse
+        if runs[0] == 2:  # the baseline, then attempt 1's measurement
+            raise Killed
+
+    executor.before_run = die
+    return executor
+
+
+def test_a_killed_attempt_keeps_what_is_known_and_a_paid_candidate_is_measured(
+    tmp_path: Path,
+) -> None:
+    repo = toy_repo(tmp_path)
+    with pytest.raises(Killed):
+        engine(repo, ScriptedProposer(paid("4")), executor=die_on_first_candidate_run())[0].run()
+    again = ScriptedProposer(paid("9"))  # would propose something else: it must not be asked
+    result = engine(repo, again, max_iterations=2)[0].run()
+    assert result.stop_reason == "max_iterations"
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    assert [r.status for r in records] == [Status.BASELINE, Status.INTERRUPTED, Status.KEEP]
+    lost, measured = records[1], records[2]
+    assert lost.commit and lost.files == ("calc.py",) and lost.description == "set N to 4"
+    assert lost.cost.usd == 0.25 and lost.diffstat
+    assert lost.reason == "the engine stopped while this attempt was in flight"
+    assert measured.metric == 1 and measured.description == "set N to 4"
+    assert measured.note == "the candidate of attempt 1, measured on resume"
+    assert git(repo, "rev-parse", f"{measured.commit}^{{tree}}") == git(
+        repo, "rev-parse", f"{lost.commit}^{{tree}}"
+    )
+    assert again.contexts == [] and measured.cost.usd is None  # paid once, counted once
+    assert git(repo, "show", "autoresearch/toy:calc.py").endswith("N = 4\n")
+
+
+def test_an_unpaid_killed_candidate_is_logged_but_not_measured(tmp_path: Path) -> None:
+    repo = toy_repo(tmp_path)
+    with pytest.raises(Killed):
+        engine(repo, ScriptedProposer(set_n("4")), executor=die_on_first_candidate_run())[0].run()
+    again = ScriptedProposer(set_n("12"))
+    engine(repo, again, max_iterations=2)[0].run()
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    assert [r.status for r in records] == [Status.BASELINE, Status.INTERRUPTED, Status.DISCARD]
+    assert records[1].commit and records[1].description == "set N to 4"
+    assert len(again.contexts) == 1 and records[2].description == "set N to 12"
