@@ -15,14 +15,15 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from autoresearch.attempt import Status
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
 from autoresearch.engine import Engine, Interrupted, RunResult
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.events import fan_out
 from autoresearch.gitcmd import repo_root
-from autoresearch.ledger import Ledger, stored_object
-from autoresearch.render import Printer, attempts_table, num
-from autoresearch.status import campaign_status, find_state_dir
+from autoresearch.ledger import StateFile, stored_object
+from autoresearch.render import Printer, attempts_table, gain_text, num, safe
+from autoresearch.status import campaign_status, find_state_dir, read_records
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console(highlight=False, soft_wrap=True)
@@ -47,7 +48,9 @@ def handle_errors(func: F) -> F:
         except click.ClickException:
             raise
         except Exception as exc:  # a bug of ours: keep the details, show one line
-            fd, path = tempfile.mkstemp(prefix="autoresearch-crash-", suffix=".txt")
+            fd, path = tempfile.mkstemp(
+                prefix="autoresearch-crash-", suffix=".txt", dir=_crash_dir(kwargs)
+            )
             with open(fd, "w") as handle:
                 traceback.print_exc(file=handle)
             err_console.print(
@@ -57,6 +60,16 @@ def handle_errors(func: F) -> F:
             sys.exit(70)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _crash_dir(kwargs: dict[str, Any]) -> Path | None:
+    """The campaign's folder when there is one (the details stay with the campaign),
+    else the system's temporary folder."""
+    try:
+        state_dir = find_state_dir(_root(), kwargs.get("config_path"))
+    except Exception:  # the crash report must not fail in turn
+        return None
+    return state_dir if state_dir.is_dir() else None
 
 
 def _root() -> Path:
@@ -117,7 +130,9 @@ def run_engine(
         return engine.run()
     from autoresearch.live import LiveView
 
-    with LiveView(console) as view:
+    cap = campaign.config.stop.max_iterations if max_iterations is None else max_iterations
+    direction = str(campaign.config.metric.direction)
+    with LiveView(console, campaign.name, direction, cap) as view:
         tracker = make_tracker(campaign, view)
         engine = Engine(campaign, on_event=fan_out(view, tracker), max_iterations=max_iterations)
         result = engine.run()
@@ -135,34 +150,43 @@ def status(config_path: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    state = (
-        f"running (pid {data['pid']}, {data['phase']})"
-        if data["running"]
-        else (f"stopped: {data['stop_reason'] or 'never finished'}")
-    )
-    pct = data.get("improvement_pct")
-    console.print(f"[bold]{data['name']}[/] ({data['direction']}) — {state}")
-    console.print(
-        f"baseline {num(data['baseline'])}   best {num(data['best'])}"
-        + ("" if pct is None else f" ({pct:+.2f}%)")
-        + f" at attempt {data['best_iteration']}"
-        + (f" [{data['best_commit'][:10]}]" if data.get("best_commit") else "")
+    for line in status_lines(data):
+        console.print(line, highlight=False)
+
+
+def status_lines(data: dict[str, Any]) -> list[str]:
+    """`status` as rich markup lines, every value from the ledger or state escaped."""
+    if data["running"]:
+        attempt = data.get("current_iteration")
+        doing = f"attempt {attempt}, {data['phase']}" if attempt is not None else data["phase"]
+        state = f"running (pid {data['pid']}, {doing})"
+    else:
+        state = f"stopped: {data['stop_reason'] or 'never finished'}"
+    lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
+    change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
+    commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
+    lines.append(
+        f"baseline {num(data['baseline'])}   best {num(data['best'])} ({change})"
+        f" at attempt {data['best_iteration']}{commit}"
     )
     if data.get("noise") is not None:
         pct = data.get("noise_pct")
         conf = data.get("confidence")
-        console.print(
+        lines.append(
             f"noise: sigma {num(data['noise'])}"
             + ("" if pct is None else f" ({pct:.2f}% of the baseline)")
             + ("" if conf is None else f"; confidence that the best beats the baseline {conf:.3f}")
         )
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(data["counts"].items()))
-    console.print(f"attempts {data['iterations']}: {counts}")
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(data["attempt_counts"].items()))
+    cap = data.get("max_iterations")
+    of = f" of {cap}" if cap is not None else ""
+    lines.append(f"attempts {data['iterations']}{of}: {counts or 'none yet'}")
     if data.get("cost_usd") or data.get("tokens_in") or data.get("tokens_out"):
-        console.print(
+        lines.append(
             f"cost ${data['cost_usd']:.4f}; tokens {data['tokens_in']} in, {data['tokens_out']} out"
         )
-    console.print(f"branch {data['branch']}   ledger {data['ledger']}")
+    lines.append(f"branch {safe(data['branch'])}   ledger {safe(data['ledger'])}")
+    return lines
 
 
 @main.command(name="log")
@@ -172,14 +196,15 @@ def status(config_path: Path | None, as_json: bool) -> None:
 def log_(config_path: Path | None, as_json: bool) -> None:
     """List every attempt."""
     state_dir = find_state_dir(_root(), config_path)
-    records = Ledger(state_dir).read()
+    records = read_records(state_dir)
     if as_json:
         click.echo(json.dumps([stored_object(r) for r in records], indent=2))
         return
     if not records:
-        console.print("no attempts yet")
+        console.print("no attempts yet (the engine is starting)")
         return
-    console.print(attempts_table(records))
+    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+    console.print(attempts_table(records, direction=direction))
 
 
 @main.command()
@@ -204,6 +229,7 @@ def init(force: bool) -> None:
     "--port",
     type=click.IntRange(min=0, max=65535),
     default=8765,
+    show_default=True,
     help="Port to listen on (0 picks a free one).",
 )
 @click.option(
@@ -267,7 +293,14 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
     if open_it:
         import webbrowser
 
-        webbrowser.open(paths.html.as_uri())
+        try:
+            opened = webbrowser.open(paths.html.as_uri())
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            err_console.print(
+                f"no browser found to open it; the report is at {safe(str(paths.html))}"
+            )
 
 
 @main.command()
@@ -287,24 +320,32 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
         if key == "prev_hash":
             continue
         text = json.dumps(value) if isinstance(value, list | dict) else str(value)
-        console.print(f"[bold]{key}[/]: {escape(text)}")
+        console.print(f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}", highlight=False)
 
 
 @main.command()
-@click.argument("iteration", type=int)
+@click.argument("iteration", type=int, required=False)
 @config_option
 @handle_errors
-def diff(iteration: int, config_path: Path | None) -> None:
-    """The diff of attempt N against its parent."""
-    from autoresearch.results import attempt
+def diff(iteration: int | None, config_path: Path | None) -> None:
+    """The campaign's change (its base to the best result), or attempt N's own change."""
+    from autoresearch.results import attempt, campaign_diff
     from autoresearch.results import diff as attempt_diff
 
     root = _root()
-    record = attempt(find_state_dir(root, config_path), iteration)
-    text = attempt_diff(root, record)
-    if not text:
-        console.print(f"attempt {iteration} ({record.status}) changed nothing")
-        return
+    state_dir = find_state_dir(root, config_path)
+    if iteration is None:
+        text = campaign_diff(root, state_dir)
+        if not text:
+            console.print("the campaign has kept no change yet: its best is the baseline")
+            return
+    else:
+        record = attempt(state_dir, iteration)
+        text = attempt_diff(root, record)
+        if not text:
+            what = "is the starting point" if record.status is Status.BASELINE else "changed"
+            console.print(f"attempt {iteration} ({record.status}) {what} nothing")
+            return
     click.echo(text, nl=not text.endswith("\n"))
 
 
@@ -317,7 +358,7 @@ def diff(iteration: int, config_path: Path | None) -> None:
     default=None,
     help="The attempt to branch at (default: the best result).",
 )
-@click.option("--force", is_flag=True, help="Move the branch if it exists.")
+@click.option("--force", is_flag=True, help="Move the branch if it exists; allow a failed attempt.")
 @config_option
 @json_option
 @handle_errors
@@ -328,13 +369,14 @@ def branch(
     from autoresearch.results import chosen_commit, make_branch
 
     root = _root()
-    commit, record = chosen_commit(find_state_dir(root, config_path), iteration)
+    commit, record = chosen_commit(find_state_dir(root, config_path), iteration, force)
     make_branch(root, name, commit, force)
     if as_json:
         click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record.iteration}))
         return
     console.print(
-        f"branch {name} at {commit[:10]} (attempt {record.iteration}: {escape(record.description)})"
+        f"branch {safe(name)} at {commit[:10]} "
+        f"(attempt {record.iteration}: {safe(record.description)})"
     )
 
 
@@ -346,25 +388,28 @@ def branch(
     default=None,
     help="The attempt to apply (default: the best result).",
 )
+@click.option("--force", is_flag=True, help="Apply a failed attempt too.")
 @config_option
 @json_option
 @handle_errors
-def apply_(iteration: int | None, config_path: Path | None, as_json: bool) -> None:
-    """Write the best result (or attempt N) into your clean working tree, uncommitted."""
+def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json: bool) -> None:
+    """Merge the campaign's change (its base to the best result, or to attempt N) into your
+    clean working tree, uncommitted; your commits since the campaign started stay."""
     from autoresearch.results import apply_changes, chosen_commit
 
     root = _root()
-    _, record = chosen_commit(find_state_dir(root, config_path), iteration)
-    files = apply_changes(root, record)
+    state_dir = find_state_dir(root, config_path)
+    _, record = chosen_commit(state_dir, iteration, force)
+    files = apply_changes(root, state_dir, record).files
     if as_json:
         click.echo(json.dumps({"iteration": record.iteration, "files": files}))
         return
     if not files:
-        console.print("nothing to apply: your HEAD already holds that result")
+        console.print("nothing to apply: your HEAD already holds that change")
         return
     console.print(
-        f"applied attempt {record.iteration} to your working tree (not committed): "
-        + ", ".join(files)
+        f"applied the change of attempt {record.iteration} to your working tree (not "
+        "committed): " + safe(", ".join(files))
     )
 
 
@@ -424,13 +469,12 @@ def demo(
     console.print(f"[bold]demo[/] {name}: a fresh git repository in {target}")
     campaign = load_campaign(target)
     result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
-    branch = f"autoresearch/{campaign.name}"
     console.print()
     console.print("[bold]Look at the result:[/]")
     console.print(f"  cd {target}")
     console.print("  autoresearch status          # baseline, best, counts")
     console.print("  autoresearch log             # every attempt")
-    console.print(f"  git diff HEAD {branch}   # the best change, as a diff")
+    console.print("  autoresearch diff            # the best change, as a diff")
     console.print(f"  ledger: {campaign.state_dir / 'ledger.jsonl'}")
     if result.summary.get("baseline") is not None:
         from autoresearch.report import write_report

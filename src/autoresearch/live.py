@@ -14,7 +14,7 @@ from rich.text import Text
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped, Warned
-from autoresearch.render import attempts_table, num, signed
+from autoresearch.render import attempts_table, gain_text, num, printable, safe
 
 SPARKS = "▁▂▃▄▅▆▇█"
 RECENT = 8
@@ -41,12 +41,20 @@ def duration(seconds: float) -> str:
 class LiveView:
     """Keeps the engine's state from its events and renders one panel."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(
+        self,
+        console: Console,
+        name: str = "",
+        direction: str = "minimize",
+        max_iterations: int = 0,
+    ) -> None:
+        """`name`, `direction` and `max_iterations` are known before the engine starts:
+        the first frame already shows them."""
         self.console = console
         self.started = time.monotonic()
-        self.name = ""
-        self.direction = "minimize"
-        self.max_iterations = 0
+        self.name = name
+        self.direction = direction
+        self.max_iterations = max_iterations
         self.records: list[AttemptRecord] = []
         self.phase = "starting"
         self.iteration: int | None = None
@@ -120,28 +128,33 @@ class LiveView:
             ),
         )
         delta = None if self.best is None or self.baseline is None else self.best - self.baseline
+        pct = None
+        if delta is not None and self.baseline:
+            pct = 100.0 * (-delta if self.direction == "minimize" else delta) / abs(self.baseline)
         values = [r.metric for r in self.records if r.metric is not None]
         info = Table.grid(padding=(0, 2))
         info.add_row(
-            f"baseline {num(self.baseline)}",
-            f"best {num(self.best)}",
-            f"delta {signed(delta)}",
+            Text(f"baseline {num(self.baseline)}"),
+            Text(f"best {num(self.best)}"),
+            Text(gain_text(delta, self.direction, pct)),
             Text(sparkline(values), style="cyan"),
         )
         phase = self.phase if self.iteration is None else f"{self.phase} #{self.iteration}"
         if self.detail:
             phase += f" ({self.detail})"
-        recent = attempts_table(self.records[-RECENT:], with_commit=False, width=70)
+        recent = attempts_table(
+            self.records[-RECENT:], with_commit=False, width=70, direction=self.direction
+        )
         parts: list[Any] = [head, info, Text(f"phase: {phase}", style="yellow"), recent]
         for warning in self.warnings[-2:]:
-            parts.append(Text(f"warning: {warning}", style="yellow"))
+            parts.append(Text(f"warning: {printable(warning)}", style="yellow"))
         if self.stopped:
-            message = self.stopped.message
+            message = printable(self.stopped.message)
             parts.append(
                 Text(
                     f"stopped: {self.stopped.stop_reason}" + (f" — {message}" if message else ""),
                     style="bold",
                 )
             )
-        title = f"autoresearch · {self.name} ({self.direction})"
+        title = f"autoresearch · {safe(self.name)} ({self.direction})"
         return Panel(Group(*parts), title=title, border_style="blue")

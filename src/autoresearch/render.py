@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,28 @@ STATUS_STYLE: dict[Status, str] = {
 }
 
 
+# Control characters (terminal escape sequences among them) and the marks that reorder
+# text, shown as visible escapes: a description is text, never instructions to a terminal.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, one_line: bool = True) -> str:
+    """`text` safe to print: control characters shown as escapes, on one line by default."""
+    if one_line:
+        text = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
+    return _UNPRINTABLE.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: str, one_line: bool = True) -> str:
+    """`text` for rich's markup: printable, and its brackets never read as a style."""
+    return escape(printable(text, one_line))
+
+
 def num(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
@@ -37,7 +60,26 @@ def signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4g}"
 
 
-def attempt_line(record: AttemptRecord, best: float | None, max_iterations: int) -> str:
+def gain(delta: float | None, direction: str) -> float | None:
+    """The one sign convention for "better": a change in the campaign's direction is
+    positive (a smaller number when minimizing, a larger one when maximizing). `delta` is
+    the raw difference, new minus old, printed beside it."""
+    if delta is None:
+        return None
+    return -delta if direction == "minimize" else delta
+
+
+def gain_text(delta: float | None, direction: str, pct: float | None = None) -> str:
+    """ "gain +3 (+42.86%), delta -3": the improvement first, the raw difference beside it."""
+    if delta is None:
+        return "gain -"
+    share = "" if pct is None else f" ({pct:+.2f}%)"
+    return f"gain {signed(gain(delta, direction))}{share}, delta {signed(delta)}"
+
+
+def attempt_line(
+    record: AttemptRecord, best: float | None, max_iterations: int, direction: str = "minimize"
+) -> str:
     status = str(record.status)
     style = STATUS_STYLE[record.status]
     width = len(str(max_iterations))
@@ -48,9 +90,9 @@ def attempt_line(record: AttemptRecord, best: float | None, max_iterations: int)
         f"{record.iteration!s:>{width}}/{max_iterations} "
         f"[{style}]{status:<15}[/] "
         f"metric {num(record.metric):>10}  "
-        f"delta {signed(record.delta):>9}  "
+        f"gain {signed(gain(record.delta, direction)):>9} (delta {signed(record.delta)})  "
         f"best {num(best):>10}  "
-        f"{escape(description[:160])}"
+        f"{safe(description[:160])}"
     )
 
 
@@ -60,23 +102,26 @@ class Printer:
     def __init__(self, console: Console, quiet: bool = False) -> None:
         self.console = console
         self.quiet = quiet
+        self.direction = "minimize"
 
     def __call__(self, event: Event) -> None:
         match event:
-            case Started() if not self.quiet:
+            case Started():
                 summary = event.summary
+                self.direction = str(summary.get("direction") or "minimize")
+                if self.quiet:
+                    return
                 verb = "resuming" if event.resumed else "starting"
                 self.console.print(
-                    f"[bold]{verb} campaign {summary['name']}[/] ({summary['direction']}, "
-                    f"up to {event.max_iterations} attempts) in {escape(event.workspace)}"
+                    f"[bold]{verb} campaign {safe(str(summary['name']))}[/] "
+                    f"({summary['direction']}, up to {event.max_iterations} attempts) in "
+                    f"{safe(event.workspace)}"
                 )
             case Attempted() if not self.quiet:
-                self.console.print(
-                    attempt_line(event.record, event.best, event.max_iterations),
-                    highlight=False,
-                )
+                line = attempt_line(event.record, event.best, event.max_iterations, self.direction)
+                self.console.print(line, highlight=False)
             case Warned():
-                self.console.print(f"[yellow]warning:[/] {escape(event.message)}")
+                self.console.print(f"[yellow]warning:[/] {safe(event.message)}")
             case Stopped():
                 self.stop(event)
             case _:
@@ -97,36 +142,44 @@ class Printer:
     def stop(self, event: Stopped) -> None:
         summary = event.summary
         counts = ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))
-        pct = summary.get("improvement_pct")
-        gain = "" if pct is None else f" ({pct:+.2f}%)"
+        direction = str(summary.get("direction") or self.direction)
+        delta = summary.get("delta")
+        if delta is None and summary.get("best") is not None and summary["baseline"] is not None:
+            delta = summary["best"] - summary["baseline"]
+        change = gain_text(delta, direction, summary.get("improvement_pct"))
         self.console.print(
             f"[bold]stopped:[/] {event.stop_reason}"
-            + (f" — {escape(event.message)}" if event.message else "")
+            + (f" — {safe(event.message)}" if event.message else "")
         )
         if summary["baseline"] is not None:
             self.console.print(
-                f"baseline {num(summary['baseline'])}  best {num(summary['best'])}{gain} "
-                f"at attempt {summary['best_iteration']}  [{counts}]",
+                f"baseline {num(summary['baseline'])}  best {num(summary['best'])} ({change}) "
+                f"at attempt {summary['best_iteration']}  {escape(f'[{counts}]')}",
                 highlight=False,
             )
-        self.console.print(f"best result: branch {event.branch}; ledger {escape(event.ledger)}")
+        self.console.print(f"best result: branch {safe(event.branch)}; ledger {safe(event.ledger)}")
 
 
 def attempts_table(
-    records: Sequence[AttemptRecord], with_commit: bool = True, width: int = 100
+    records: Sequence[AttemptRecord],
+    with_commit: bool = True,
+    width: int = 100,
+    direction: str = "minimize",
 ) -> Table:
-    """Attempts as a table: number, status, metric, delta, (commit,) description."""
+    """Attempts as a table: number, status, metric, gain, delta, (commit,) description."""
     table = Table(show_edge=False, header_style="bold")
     columns = [
         "#",
         "status",
         "metric",
+        "gain",
         "delta",
         *(["commit"] if with_commit else []),
         "description",
     ]
+    numeric = ("#", "metric", "gain", "delta")
     for column in columns:
-        table.add_column(column, justify="right" if column in ("#", "metric", "delta") else "left")
+        table.add_column(column, justify="right" if column in numeric else "left")
     for record in records:
         description = record.description
         if record.reason and record.status.shows_reason:
@@ -135,10 +188,11 @@ def attempts_table(
             str(record.iteration),
             f"[{STATUS_STYLE[record.status]}]{record.status}[/]",
             num(record.metric),
+            signed(gain(record.delta, direction)),
             signed(record.delta),
         ]
         if with_commit:
-            cells.append((record.commit or "")[:10])
-        cells.append(escape(description[:width]))
+            cells.append(escape((record.commit or "")[:10]))
+        cells.append(safe(description[:width]))
         table.add_row(*cells)
     return table

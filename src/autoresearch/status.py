@@ -1,42 +1,22 @@
-"""What `status` and `log` read: the ledger and the state file, never the engine itself."""
+"""What `status` and `log` read: the ledger and the state file, never the engine itself.
+
+Nothing here takes the engine's lock (see `liveness`): a reader polling while a `run`
+starts must never be the reason that run finds its campaign locked.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.ledger import Ledger, StateFile
+from autoresearch.liveness import is_running, lock_holder
 from autoresearch.summary import summarize
 
-
-def _pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def is_running(state_dir: Path) -> bool:
-    lock_path = state_dir / "engine.lock"
-    if not lock_path.exists():
-        return False
-    lock = FileLock(str(lock_path), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        return True
-    lock.release()
-    return False
+__all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
 
 
 def find_state_dir(root: Path, config: Path | None) -> Path:
@@ -52,26 +32,43 @@ def find_state_dir(root: Path, config: Path | None) -> Path:
         raise
 
 
+def _no_measurements(state_dir: Path, name: str) -> AutoresearchError:
+    return AutoresearchError(
+        f"campaign '{name}' has no measurements yet (no {state_dir / 'ledger.jsonl'}); "
+        "start it with `autoresearch run`."
+    )
+
+
+def read_records(state_dir: Path) -> list[AttemptRecord]:
+    """The ledger for `log`: the same refusal as `status` when nothing was ever measured."""
+    records = Ledger(state_dir).read()
+    if not records and not is_running(state_dir):
+        name = str(StateFile(state_dir).read().get("name") or state_dir.name)
+        raise _no_measurements(state_dir, name)
+    return records
+
+
 def campaign_status(state_dir: Path) -> dict[str, Any]:
     state = StateFile(state_dir).read()
     records = Ledger(state_dir).read()
     name = str(state.get("name") or state_dir.name)
     direction = str(state.get("direction") or "minimize")
-    if not records and not is_running(state_dir):
-        raise AutoresearchError(
-            f"campaign '{name}' has no measurements yet (no {state_dir / 'ledger.jsonl'}); "
-            "start it with `autoresearch run`."
-        )
+    pid = lock_holder(state_dir)
+    running = pid is not None
+    if not records and not running:
+        raise _no_measurements(state_dir, name)
     summary = summarize(name, direction, records).to_json()
-    running = is_running(state_dir)
+    attempts = {k: v for k, v in summary["counts"].items() if k != Status.BASELINE}
     summary.update(
         {
             "stop_reason": None if running else state.get("stop_reason"),
             "stop_message": None if running else state.get("stop_message") or None,
             "running": running,
-            "pid": state.get("pid") if running and _pid_alive(state.get("pid")) else None,
-            "phase": state.get("phase") if running else "stopped",
+            "pid": pid,
+            "phase": (state.get("phase") or "starting") if running else "stopped",
             "current_iteration": state.get("iteration") if running else None,
+            # The attempts by status, the baseline apart: they add up to `iterations`.
+            "attempt_counts": attempts,
             "target": state.get("target"),
             "max_iterations": state.get("max_iterations"),
             "branch": f"autoresearch/{name}",

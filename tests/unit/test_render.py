@@ -38,11 +38,11 @@ def test_attempt_line_shows_the_reason_beside_the_description() -> None:
     discard = AttemptRecord(8, Status.DISCARD, metric=5.0, delta=1.0, reason="not better")
     bare = AttemptRecord(9, Status.NO_CHANGE, reason="nothing changed")
     assert attempt_line(crash, 4.0, 12) == (
-        " 7/12 [red]crash          [/] metric          -  delta         -  "
+        " 7/12 [red]crash          [/] metric          -  gain         - (delta -)  "
         "best          4  try \\[exit 3]"
     )
     assert attempt_line(discard, 4.0, 12).endswith("best          4  not better")
-    assert "delta        +1" in attempt_line(discard, 4.0, 12)
+    assert "gain        -1 (delta +1)" in attempt_line(discard, 4.0, 12)
     assert attempt_line(bare, None, 12).endswith("best          -  nothing changed")
 
 
@@ -58,11 +58,12 @@ def test_printer_prints_start_attempts_warnings_and_the_stop() -> None:
     )
     assert text.splitlines() == [
         "resuming campaign toy (minimize, up to 3 attempts) in /w",
-        "1/3 keep            metric          4  delta        -3  best          4  set N to 7",
+        "1/3 keep            metric          4  gain        +3 (delta -3)  best          4  "
+        "set N to 7",
         "warning: slow [disk]",
         "stopped: target — reached it",
-        # The counts in brackets read as a markup tag and vanish (as in 0.1.0).
-        "baseline 7  best 4 (+42.86%) at attempt 1  ",
+        "baseline 7  best 4 (gain +3 (+42.86%), delta -3) at attempt 1  "
+        "[baseline 1, crash 1, keep 1]",
         "best result: branch autoresearch/toy; ledger /l/ledger.jsonl",
     ]
 
