@@ -74,6 +74,17 @@ def toy(tmp_path: Path) -> Path:
     return make_toy(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def finished_toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy campaign run to its target once per module, for tests that only read it."""
+    from autoresearch.config import load_campaign
+    from autoresearch.engine import Engine
+
+    repo = make_toy(tmp_path_factory.mktemp("finished"))
+    assert Engine(load_campaign(repo)).run().stop_reason == "target"
+    return repo
+
+
 def rewrite_config(repo: Path, text: str, message: str = "config") -> None:
     """Replace the campaign's config and commit it, as a user editing it would."""
     (repo / "autoresearch.toml").write_text(text)
