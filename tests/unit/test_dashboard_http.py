@@ -1,4 +1,5 @@
-"""The dashboard: its JSON endpoints, read-only serving, and the page drawn in Chromium."""
+"""The dashboard served on 127.0.0.1 from a finished campaign: its JSON endpoints,
+read-only serving, and the page drawn in Chromium (the command: tests/e2e/)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 
 from autoresearch.dashboard import make_server
-from conftest import Runner
 
 
 @pytest.fixture
-def served(toy: Path, cli: Runner) -> Iterator[str]:
-    assert cli(toy, "run").returncode == 0
+def served(finished_toy: Path) -> Iterator[str]:
+    toy = finished_toy
     server = make_server(toy, toy / ".autoresearch/toy", "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -57,25 +56,6 @@ def test_it_is_read_only(served: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 405
-
-
-def test_the_command_listens_on_loopback_only(toy: Path, cli: Runner) -> None:
-    assert cli(toy, "run", "--max-iterations", "1").returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "autoresearch", "dashboard", "--port", "0"],
-        cwd=toy,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "http://127.0.0.1:" in line
-        url = line.split("at ", 1)[1].split()[0]
-        assert json.loads(get(url + "api/status")[1])["name"] == "toy"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def chromium() -> str | None:
