@@ -1,4 +1,6 @@
-"""MLflow tracking against a local tracking store."""
+"""MLflow tracking of a whole campaign and its resume, against a local tracking store.
+
+In-process through the click runner; tracking fed events directly is test_tracking.py."""
 
 from __future__ import annotations
 
@@ -6,23 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Runner, git
+from campaigns import campaign_toml
+from conftest import Runner, rewrite_config
 
 mlflow = pytest.importorskip("mlflow")
 
 
 def test_one_run_per_campaign_and_one_nested_run_per_attempt(
-    toy: Path, cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    toy: Path, invoke: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    config = toy / "autoresearch.toml"
-    config.write_text(config.read_text() + '\n[tracking]\nmlflow = true\nexperiment = "exp"\n')
-    git(toy, "commit", "-qam", "tracking")
+    proposer = toy.parent / "propose.sh"
+    tracking = {"proposer.command": f"bash {proposer}", "tracking.mlflow": True}
+    rewrite_config(toy, campaign_toml(**tracking, **{"tracking.experiment": "exp"}), "tracking")
     store = tmp_path / "mlruns"
     env = {"MLFLOW_TRACKING_URI": store.as_uri(), "MLFLOW_ALLOW_FILE_STORE": "true"}
-    first = cli(toy, "run", "--max-iterations", "3", env=env)
+    first = invoke(toy, "run", "--max-iterations", "3", env=env)
     assert first.returncode == 0, first.stdout + first.stderr
-    second = cli(toy, "run", env=env)
+    second = invoke(toy, "run", env=env)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "MLflow tracking stopped" not in second.stdout
 
