@@ -1,11 +1,16 @@
 """`autoresearch dashboard`: a read-only live page of a campaign, served on 127.0.0.1.
 
 The page polls three JSON endpoints and redraws itself: /api/status (the summary),
-/api/attempts (the ledger) and /api/diff/<n> (one attempt's diff). Only GET is answered.
+/api/attempts (the ledger) and /api/diff/<n> (one attempt's diff). Only GET is answered,
+and only for a `Host` that names the address the server is bound to: a web page from
+elsewhere that rebinds its own DNS name to 127.0.0.1 gets nothing (DNS rebinding). Idle
+connections are closed after `IDLE_SECONDS`. Polling never takes the engine's lock.
 """
 
 from __future__ import annotations
 
+import html as markup
+import ipaddress
 import json
 import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,8 +47,11 @@ PROPERTIES = (
     "shows_reason",
 )
 
+IDLE_SECONDS = 15.0
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
 PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>autoresearch dashboard</title>
+<html><head><meta charset="utf-8"><title>/*TITLE*/</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 #summary { font-size: 18px; margin-bottom: 0.8em; }
@@ -116,6 +124,7 @@ async function refresh() {
     const [status, records] = await Promise.all([
       fetch("api/status").then(r => r.json()), fetch("api/attempts").then(r => r.json())]);
     document.getElementById("title").textContent = "autoresearch: " + status.name;
+    document.title = "autoresearch: " + status.name;
     const state = status.running ? "running (" + status.phase + ")"
                                  : "stopped: " + (status.stop_reason || "-");
     document.getElementById("summary").textContent =
@@ -166,19 +175,77 @@ def _statuses() -> dict[str, dict[str, object]]:
     }
 
 
-def page() -> str:
-    """The page, with the statuses' styles and properties written in from the enum."""
+def page(name: str = "") -> str:
+    """The page, titled with the campaign's name, with the statuses' styles and properties
+    written in from the enum."""
+    title = f"autoresearch: {name}" if name else "autoresearch dashboard"
     return (
-        PAGE.replace("/*STATUS STYLES*/", _status_styles())
+        PAGE.replace("/*TITLE*/", markup.escape(title))
+        .replace("/*STATUS STYLES*/", _status_styles())
         .replace("/*STATUSES*/", json.dumps(_statuses()))
         .replace("/*POINT RADIUS*/", json.dumps(POINT_RADIUS))
     )
 
 
-def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingHTTPServer:
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def allowed_hosts(host: str, port: int) -> set[str] | None:
+    """The `Host` header values the server answers: the address it is bound to, and
+    `localhost` for a loopback address. None for a wildcard address (0.0.0.0, ::), where
+    any IP literal is accepted but still no name, which a rebinding attack would need."""
+    if host in ("", "0.0.0.0", "::"):
+        return None
+    literal = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    names = {literal.lower()}
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            names.update(LOOPBACK_NAMES)
+    except ValueError:
+        pass
+    hosts = {f"{name}:{port}" for name in names}
+    if port == 80:
+        hosts |= names
+    return hosts
+
+
+HOST_HEADER = re.compile(r"(\[[0-9a-f:.]+\]|[^:\[\]]+)(?::([0-9]{1,5}))?")
+
+
+def host_allowed(header: str | None, allowed: set[str] | None, port: int) -> bool:
+    if not header:
+        return False
+    header = header.strip().lower()
+    if allowed is not None:
+        return header in allowed
+    match = HOST_HEADER.fullmatch(header)
+    if match is None or int(match.group(2) or 80) != port:
+        return False
+    return _is_ip(match.group(1))
+
+
+def make_server(
+    root: Path, state_dir: Path, host: str, port: int, name: str | None = None
+) -> ThreadingHTTPServer:
+    title = name or state_dir.name
+
     class Handler(BaseHTTPRequestHandler):
+        timeout = IDLE_SECONDS  # a connection that says nothing is closed
+
         def log_message(self, *args: object) -> None:
             return
+
+        def _host_ok(self) -> bool:
+            bound = int(self.server.server_address[1])  # type: ignore[index]
+            if host_allowed(self.headers.get("Host"), allowed_hosts(host, bound), bound):
+                return True
+            self._send(421, b"unknown host\n", "text/plain; charset=utf-8")
+            return False
 
         def _send(self, status: int, body: bytes, kind: str) -> None:
             self.send_response(status)
@@ -191,9 +258,11 @@ def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingH
         def _json(self, data: Any, status: int = 200) -> None:
             self._send(status, json.dumps(data).encode(), "application/json")
 
-        html = page().encode()
+        html = page(title).encode()
 
         def do_GET(self) -> None:
+            if not self._host_ok():
+                return
             path = self.path.split("?", 1)[0]
             try:
                 if path in ("/", "/index.html"):
@@ -208,6 +277,7 @@ def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingH
                     if record is None:
                         self._send(404, b"no such attempt\n", "text/plain; charset=utf-8")
                     else:
+                        # Ledger fields reach git only as checked object names.
                         text = attempt_diff(root, record) or "(no change)\n"
                         self._send(200, text.encode(), "text/plain; charset=utf-8")
                 else:
@@ -216,7 +286,8 @@ def make_server(root: Path, state_dir: Path, host: str, port: int) -> ThreadingH
                 self._json({"error": str(exc)}, status=503)
 
         def _refuse(self) -> None:
-            self._send(405, b"read-only\n", "text/plain; charset=utf-8")
+            if self._host_ok():
+                self._send(405, b"read-only\n", "text/plain; charset=utf-8")
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
 

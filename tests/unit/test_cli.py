@@ -16,4 +16,6 @@ def test_plain_and_quiet_output(toy: Path, invoke: Runner) -> None:
     assert "1/2 keep" in plain.stdout
     quiet = invoke(toy, "run", "--quiet", "--max-iterations", "3")
     assert quiet.returncode == 0
-    assert "guard_failed" not in quiet.stdout and "stopped: max_iterations" in quiet.stdout
+    # No attempt line; the stop summary's counts (guard_failed 1, ...) are shown.
+    assert "3/3 guard_failed" not in quiet.stdout and "stopped: max_iterations" in quiet.stdout
+    assert "guard_failed 1" in quiet.stdout
