@@ -22,7 +22,10 @@ from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Prop
 from autoresearch.scope import PathMatcher
 
 MEASURED = (Status.KEEP, Status.DISCARD)
-REPEAT_LIMIT = 50
+# The point of such an attempt was never run: it stays to be tried.
+UNMEASURED = (Status.INTERRUPTED, Status.PROPOSER_FAILED)
+# A trial whose point was never measured is marked with this user attribute.
+UNTRIED_ATTR = "autoresearch_untried"
 
 
 class ParamSpec(BaseModel):
@@ -101,6 +104,7 @@ class OptunaProposer:
             self.distributions[name] = _distribution(spec, is_int)
         self.study: Any = None
         self.pending: int | None = None
+        self._space: Any = None
 
     # -- validation ---------------------------------------------------------------------
 
@@ -154,25 +158,44 @@ class OptunaProposer:
     # -- study --------------------------------------------------------------------------
 
     def _sampler(self) -> Any:
+        """The configured sampler, wrapped so that a point already tried is never asked for."""
         import optuna
+
+        from autoresearch.proposers.optuna_space import FreshSampler
 
         seed = self.options.seed
         kind = self.options.sampler
+        inner: Any
         if kind == "random":
-            return optuna.samplers.RandomSampler(seed=seed)
-        if kind == "grid":
-            return optuna.samplers.GridSampler(self._grid_space(), seed=seed)
-        if kind == "qmc":
-            return optuna.samplers.QMCSampler(seed=seed)
-        if kind == "cmaes":
-            return optuna.samplers.CmaEsSampler(
+            inner = optuna.samplers.RandomSampler(seed=seed)
+        elif kind == "grid":
+            self._grid_space()  # refuses real ranges without a step
+            inner = None  # every point once, in a seeded order
+        elif kind == "qmc":
+            inner = optuna.samplers.QMCSampler(seed=seed)
+        elif kind == "cmaes":
+            inner = optuna.samplers.CmaEsSampler(
                 seed=seed, n_startup_trials=self.options.startup_trials
             )
-        return optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=self.options.startup_trials, multivariate=True
-        )
+        else:
+            inner = optuna.samplers.TPESampler(
+                seed=seed, n_startup_trials=self.options.startup_trials, multivariate=True
+            )
+        return FreshSampler(inner, self.space())
 
-    def _open(self, baseline: float | None, workspace: Path) -> Any:
+    def space(self) -> Any:
+        from autoresearch.proposers.optuna_space import Space
+
+        if self._space is None:
+            self._space = Space(self.distributions, self.options.seed)
+        return self._space
+
+    def _study(self) -> Any:
+        if self.study is None:
+            self.study = self._open()
+        return self.study
+
+    def _open(self) -> Any:
         import optuna
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
@@ -190,21 +213,42 @@ class OptunaProposer:
             direction=self.setup.direction,
             load_if_exists=True,
         )
-        # A trial left running by an engine that died is a failure, not a pending result.
+        # A trial left running by an engine that died was never measured: it is closed as
+        # failed (Optuna has no other end for it) and its point stays untried.
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            study._storage.set_trial_user_attr(trial._trial_id, UNTRIED_ATTR, True)
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
-        if not study.trials and baseline is not None:
-            current = self._current(workspace)
-            if all(_inside(self.distributions[n], v) for n, v in current.items()):
-                study.add_trial(
-                    optuna.trial.create_trial(
-                        params=current,
-                        distributions=self.distributions,
-                        value=baseline,
-                        user_attrs={"autoresearch_iteration": 0},
-                    )
-                )
         return study
+
+    def _seed_baseline(self, baseline: float | None, workspace: Path) -> None:
+        """The unchanged values teach the sampler, and count as tried, when in the space."""
+        import optuna
+
+        study = self._study()
+        if study.trials or baseline is None:
+            return
+        current = self._current(workspace)
+        if all(_inside(self.distributions[n], v) for n, v in current.items()):
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=current,
+                    distributions=self.distributions,
+                    value=baseline,
+                    user_attrs={"autoresearch_iteration": 0},
+                )
+            )
+
+    def exhausted(self) -> bool:
+        """Every point of a finite space has been tried: nothing is left to propose."""
+        from optuna.trial import TrialState
+
+        space = self.space()
+        if space.size is None:
+            return False
+        trials = self._study().get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)
+        )
+        return bool(space.exhausted(space.tried(trials)))
 
     def _current(self, workspace: Path) -> dict[str, Any]:
         values: dict[str, Any] = {}
@@ -215,9 +259,8 @@ class OptunaProposer:
     # -- protocol -----------------------------------------------------------------------
 
     def propose(self, ctx: ProposalContext) -> Proposal:
-        if self.study is None:
-            self.study = self._open(ctx.baseline, ctx.workspace)
-        trial = self._ask_new()
+        self._seed_baseline(ctx.baseline, ctx.workspace)
+        trial = self._study().ask(self.distributions)
         trial.set_user_attr("autoresearch_iteration", ctx.iteration)
         self.pending = trial.number
         by_file: dict[str, list[tuple[str, ParamRef]]] = defaultdict(list)
@@ -244,46 +287,17 @@ class OptunaProposer:
             params={**params, "optuna_trial": trial.number},
         )
 
-    def _ask_new(self) -> Any:
-        """Ask for values not tried before; a repeat is answered from the study's memory.
-
-        Samplers over discrete spaces often propose the same point again; measuring it
-        twice would waste an attempt, so the known result is told back at once.
-        """
-        from optuna.trial import TrialState
-
-        seen: dict[tuple[Any, ...], Any] = {}
-        for done in self.study.get_trials(
-            deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)
-        ):
-            key = self._key(done.params)
-            if key is not None:
-                seen[key] = done
-        for _ in range(REPEAT_LIMIT):
-            trial = self.study.ask(self.distributions)
-            key = self._key(trial.params)
-            known = seen.get(key) if key is not None else None
-            if known is None:
-                return trial
-            if known.state == TrialState.COMPLETE:
-                self.study.tell(trial, known.value)
-            else:
-                self.study.tell(trial, state=TrialState.FAIL)
-        # Every point asked for was known (a small space, exhausted): measure one again
-        # rather than hand out a trial that is already finished.
-        return self.study.ask(self.distributions)
-
-    def _key(self, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        if set(params) != set(self.refs):
-            return None
-        return tuple((name, type(params[name]).__name__, params[name]) for name in self.refs)
-
     def observe(self, outcome: Outcome) -> None:
         if self.pending is None or self.study is None:
             return
         from optuna.trial import TrialState
 
         number, self.pending = self.pending, None
+        if outcome.status in UNMEASURED:
+            trial_id = self.study._storage.get_trial_id_from_study_id_trial_number(
+                self.study._study_id, number
+            )
+            self.study._storage.set_trial_user_attr(trial_id, UNTRIED_ATTR, True)
         if outcome.status in MEASURED and outcome.metric is not None:
             self.study.tell(number, outcome.metric, skip_if_finished=True)
         elif outcome.status == Status.NO_CHANGE and outcome.best is not None:
@@ -318,6 +332,12 @@ def _type_problem(dist: Any, value: Any) -> str | None:
         return "but the space is numeric; point it at a number"
     if isinstance(dist, d.IntDistribution) and not isinstance(value, int):
         return "but the space holds integers; write low/high as real numbers (e.g. 0.0)"
+    if isinstance(dist, d.FloatDistribution) and isinstance(value, int):
+        # Writing 2.5 where the code expects an integer fails every attempt (range(N)).
+        return (
+            "an integer, but the space holds real numbers; write low/high as integers "
+            "(e.g. 0), or the value as a real number (e.g. 3.0)"
+        )
     return None
 
 
