@@ -1,4 +1,6 @@
-"""Agent CLI presets, driven with stand-in executables that behave like the real tools."""
+"""Agent CLI presets, driven with stand-in executables that behave like the real tools.
+
+The campaigns run in-process through the click runner; the stand-in tools are processes."""
 
 from __future__ import annotations
 
@@ -8,28 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo
 
-CONFIG = """\
-name = "agent"
-goal = "make the score zero"
-scope = ["calc.py"]
-harness = ["bench.py"]
 
-[metric]
-command = "python bench.py"
-direction = "minimize"
-target = 0
+def agent_config(kind: str) -> str:
+    return campaign_toml(
+        name="agent",
+        guard=None,
+        proposer={"kind": kind, "model": "some-model", "extra_args": ["--verbose"], "max_turns": 7},
+        **{"metric.pattern": None, "stop.max_iterations": 1},
+    )
 
-[stop]
-max_iterations = 1
-
-[proposer]
-kind = "{kind}"
-model = "some-model"
-extra_args = ["--verbose"]
-max_turns = 7
-"""
 
 STAND_INS = {
     "claude": """#!/bin/bash
@@ -101,7 +93,7 @@ def agent_repo(tmp_path: Path, kind: str) -> tuple[Path, dict[str, str]]:
         {
             "calc.py": "N = 10\n",
             "bench.py": "import calc\nprint(abs(calc.N - 3))\n",
-            "autoresearch.toml": CONFIG.format(kind=kind),
+            "autoresearch.toml": agent_config(kind),
         },
     )
     env = {
@@ -112,9 +104,11 @@ def agent_repo(tmp_path: Path, kind: str) -> tuple[Path, dict[str, str]]:
 
 
 @pytest.mark.parametrize("kind", sorted(STAND_INS))
-def test_preset_runs_the_tool_and_records_its_cost(tmp_path: Path, cli: Runner, kind: str) -> None:
+def test_preset_runs_the_tool_and_records_its_cost(
+    tmp_path: Path, invoke: Runner, kind: str
+) -> None:
     repo, env = agent_repo(tmp_path, kind)
-    result = cli(repo, "run", env=env)
+    result = invoke(repo, "run", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     record = ledger(repo, "agent")[1]
     assert record["status"] == "keep"
@@ -131,9 +125,9 @@ def test_preset_runs_the_tool_and_records_its_cost(tmp_path: Path, cli: Runner, 
     assert git(repo, "show", "autoresearch/agent:calc.py") == "N = 3\n"
 
 
-def test_claude_may_not_commit(tmp_path: Path, cli: Runner) -> None:
+def test_claude_may_not_commit(tmp_path: Path, invoke: Runner) -> None:
     repo, env = agent_repo(tmp_path, "claude")
-    assert cli(repo, "run", env=env).returncode == 0
+    assert invoke(repo, "run", env=env).returncode == 0
     args = (tmp_path / "args.txt").read_text()
     assert "Bash(git commit:*)" in args
 
@@ -148,28 +142,28 @@ def test_claude_may_not_commit(tmp_path: Path, cli: Runner) -> None:
     ],
 )
 def test_a_missing_tool_is_named_with_how_to_install_it(
-    tmp_path: Path, cli: Runner, kind: str, install: str
+    tmp_path: Path, invoke: Runner, kind: str, install: str
 ) -> None:
     repo = make_repo(
         tmp_path / "repo",
         {
             "calc.py": "N = 10\n",
             "bench.py": "print(1)\n",
-            "autoresearch.toml": CONFIG.format(kind=kind),
+            "autoresearch.toml": agent_config(kind),
         },
     )
     for command in ("run", "check"):
-        result = cli(repo, command, env={"PATH": "/usr/bin:/bin"})
+        result = invoke(repo, command, env={"PATH": "/usr/bin:/bin"})
         assert result.returncode != 0
         assert f"{kind} (the '{kind}' proposer) is not installed" in result.stderr
         assert install in result.stderr and "Traceback" not in result.stderr
 
 
-def test_tool_failure_is_recorded(tmp_path: Path, cli: Runner) -> None:
+def test_tool_failure_is_recorded(tmp_path: Path, invoke: Runner) -> None:
     repo, env = agent_repo(tmp_path, "claude")
     (tmp_path / "bin" / "claude").write_text("#!/bin/bash\necho 'not logged in' >&2\nexit 1\n")
-    assert cli(repo, "run", env=env).returncode == 0
+    assert invoke(repo, "run", env=env).returncode == 0
     record = ledger(repo, "agent")[1]
     assert record["status"] == "proposer_failed"
     assert "claude exited with code 1: not logged in" in record["reason"]
-    assert json.loads(cli(repo, "status", "--json").stdout)["iterations"] == 1
+    assert json.loads(invoke(repo, "status", "--json").stdout)["iterations"] == 1

@@ -1,35 +1,17 @@
-"""The Optuna parameter proposer on real campaigns: learning, resuming, and bad spaces."""
+"""The Optuna parameter proposer on real campaigns: learning, resuming, and bad spaces.
+
+In-process through the click runner; the metric is a real process."""
 
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo
-
-CONFIG = """\
-name = "opt"
-scope = ["calc.py", "params.yaml"]
-harness = ["bench.py"]
-
-[metric]
-command = "python bench.py"
-direction = "minimize"
-target = 0
-
-[stop]
-max_iterations = {max_iterations}
-
-[proposer]
-kind = "optuna"
-seed = {seed}
-sampler = "{sampler}"
-
-[proposer.space]
-{space}
-"""
 
 
 def optuna_repo(
@@ -47,8 +29,18 @@ def optuna_repo(
             "calc.py": calc,
             "params.yaml": "model:\n  depth: 2  # layers\n  kind: a\n",
             "bench.py": "import calc\nprint(abs(calc.N - 3))\n",
-            "autoresearch.toml": CONFIG.format(
-                space=space, max_iterations=max_iterations, seed=seed, sampler=sampler
+            "autoresearch.toml": campaign_toml(
+                name="opt",
+                goal=None,
+                guard=None,
+                scope=["calc.py", "params.yaml"],
+                proposer={
+                    "kind": "optuna",
+                    "seed": seed,
+                    "sampler": sampler,
+                    "space": tomllib.loads(space),
+                },
+                **{"metric.pattern": None, "stop.max_iterations": max_iterations},
             ),
         },
     )
@@ -59,11 +51,13 @@ def trials(repo: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_tpe_reaches_the_target_within_25_attempts(tmp_path: Path, cli: Runner, seed: int) -> None:
+def test_tpe_reaches_the_target_within_25_attempts(
+    tmp_path: Path, invoke: Runner, seed: int
+) -> None:
     repo = optuna_repo(tmp_path, seed=seed)
-    result = cli(repo, "run")
+    result = invoke(repo, "run")
     assert result.returncode == 0, result.stderr
-    status = json.loads(cli(repo, "status", "--json").stdout)
+    status = json.loads(invoke(repo, "status", "--json").stdout)
     assert status["stop_reason"] == "target" and status["best"] == 0
     assert status["iterations"] <= 25
     assert git(repo, "show", "autoresearch/opt:calc.py") == "# the knob\nN = 3  # start far away\n"
@@ -75,13 +69,13 @@ def test_tpe_reaches_the_target_within_25_attempts(tmp_path: Path, cli: Runner, 
     assert len(points) == len(set(points))
 
 
-def test_resume_continues_the_same_study(tmp_path: Path, cli: Runner) -> None:
+def test_resume_continues_the_same_study(tmp_path: Path, invoke: Runner) -> None:
     repo = optuna_repo(tmp_path, sampler="random", seed=3)
-    first = cli(repo, "run", "--max-iterations", "5")
+    first = invoke(repo, "run", "--max-iterations", "5")
     assert first.returncode == 0, first.stderr
     before = trials(repo)
     assert len(before) == 5
-    second = cli(repo, "run", "--max-iterations", "9")
+    second = invoke(repo, "run", "--max-iterations", "9")
     assert second.returncode == 0, second.stderr
     after = trials(repo)
     assert after[:5] == before
@@ -91,7 +85,7 @@ def test_resume_continues_the_same_study(tmp_path: Path, cli: Runner) -> None:
     assert journal.exists()
 
 
-def test_yaml_and_choices(tmp_path: Path, cli: Runner) -> None:
+def test_yaml_and_choices(tmp_path: Path, invoke: Runner) -> None:
     repo = optuna_repo(
         tmp_path,
         space='"calc.py:N" = { choices = [3, 4, 10] }\n'
@@ -100,7 +94,7 @@ def test_yaml_and_choices(tmp_path: Path, cli: Runner) -> None:
         sampler="random",
         max_iterations=6,
     )
-    assert cli(repo, "run").returncode == 0
+    assert invoke(repo, "run").returncode == 0
     for record in ledger(repo, "opt")[1:]:
         if record.get("commit"):
             text = git(repo, "show", f"{record['commit']}:params.yaml")
@@ -108,10 +102,10 @@ def test_yaml_and_choices(tmp_path: Path, cli: Runner) -> None:
             assert f"depth: {record['params']['params.yaml:model.depth']}" in text
 
 
-def test_grid_sampler(tmp_path: Path, cli: Runner) -> None:
+def test_grid_sampler(tmp_path: Path, invoke: Runner) -> None:
     repo = optuna_repo(tmp_path, sampler="grid", space='"calc.py:N" = { choices = [7, 3, 5] }')
-    assert cli(repo, "run").returncode == 0
-    assert json.loads(cli(repo, "status", "--json").stdout)["best"] == 0
+    assert invoke(repo, "run").returncode == 0
+    assert json.loads(invoke(repo, "status", "--json").stdout)["best"] == 0
 
 
 @pytest.mark.parametrize(
@@ -139,20 +133,20 @@ def test_grid_sampler(tmp_path: Path, cli: Runner) -> None:
     ],
 )
 def test_bad_space_is_a_config_error(
-    tmp_path: Path, cli: Runner, space: str, calc: str | None, needle: str
+    tmp_path: Path, invoke: Runner, space: str, calc: str | None, needle: str
 ) -> None:
     repo = optuna_repo(tmp_path, space=space, **({"calc": calc} if calc else {}))
     for command in ("run", "check"):
-        result = cli(repo, command)
+        result = invoke(repo, command)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
     assert not (repo / ".autoresearch/opt/ledger.jsonl").exists()
 
 
-def test_grid_needs_steps_for_reals(tmp_path: Path, cli: Runner) -> None:
+def test_grid_needs_steps_for_reals(tmp_path: Path, invoke: Runner) -> None:
     repo = optuna_repo(
         tmp_path, sampler="grid", space='"calc.py:N" = { low = 0.0, high = 1.0 }', calc="N = 0.5\n"
     )
-    result = cli(repo, "run")
+    result = invoke(repo, "run")
     assert result.returncode == 2 and "grid sampler needs 'step'" in result.stderr
