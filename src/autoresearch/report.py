@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import platform
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.errors import ConfigError
 from autoresearch.ledger import Ledger, StateFile
+from autoresearch.render import gain, gain_text, printable, signed
 from autoresearch.summary import summarize
 
 COLORS: dict[Status, str] = {
@@ -44,6 +47,34 @@ class Paths:
 
 def _num(value: object) -> str:
     return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+# Inline markup only: a description never starts a line of report.md.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")
+
+
+def md_text(text: str) -> str:
+    """`text` as literal Markdown on one line: every character Markdown or HTML would read
+    as markup is escaped, control characters are shown as escapes."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", printable(text))
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe: NaN and infinities (which JSON does not have) become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def script_json(data: Any) -> str:
+    """JSON to embed in a <script> element: it parses as it stands (no HTML entities), and
+    no value can close the element."""
+    text = json.dumps(_finite(data), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> bool:
@@ -92,12 +123,13 @@ def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> b
     for record in records:
         if record.status is Status.KEEP and record.metric is not None:
             ax.annotate(
-                record.description[:28],
+                printable(record.description[:28]),
                 (record.iteration, record.metric),
                 textcoords="offset points",
                 xytext=(4, 6),
                 fontsize=7,
                 color="#1b5e20",
+                parse_math=False,  # a description is text: "$\\foo$" is not mathtext
             )
     ax.set_xlabel("attempt")
     ax.set_ylabel(f"metric ({'lower' if direction == 'minimize' else 'higher'} is better)")
@@ -150,14 +182,15 @@ def _seconds(record: AttemptRecord) -> float:
 
 def render_markdown(data: dict[str, Any], image: str | None) -> str:
     s = data["summary"]
-    pct = s.get("improvement_pct")
+    direction = str(s["direction"])
     lines = [
-        f"# Campaign {s['name']}",
+        f"# Campaign {md_text(str(s['name']))}",
         "",
         f"- baseline: {_num(s['baseline'])}",
         f"- best: {_num(s['best'])} (attempt {s['best_iteration']}, "
         f"commit {str(s.get('best_commit') or '')[:10]})",
-        f"- change: {_num(s.get('delta'))}" + ("" if pct is None else f" ({pct:+.2f}%)"),
+        f"- change: {gain_text(s.get('delta'), direction, s.get('improvement_pct'))} "
+        f"({'lower' if direction == 'minimize' else 'higher'} is better)",
         f"- confidence that the best beats the baseline: {_num(s.get('confidence'))}",
         f"- noise (pooled sigma): {_num(s.get('noise'))}",
         f"- attempts: {s['iterations']}; "
@@ -172,14 +205,16 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
     lines += [
         "## Kept changes, by gain",
         "",
-        "| # | metric | delta | description |",
-        "|---|---|---|---|",
+        "| # | metric | gain | delta | description |",
+        "|---|---|---|---|---|",
     ]
     for r in data["kept"]:
-        desc = r.description.replace("|", "/")
-        lines.append(f"| {r.iteration} | {_num(r.metric)} | {_num(r.delta)} | {desc} |")
+        lines.append(
+            f"| {r.iteration} | {_num(r.metric)} | {signed(gain(r.delta, direction))} | "
+            f"{signed(r.delta)} | {md_text(r.description)} |"
+        )
     if not data["kept"]:
-        lines.append("| - | - | - | nothing was kept |")
+        lines.append("| - | - | - | - | nothing was kept |")
     lines += ["", "## Failures, by kind", ""]
     if not data["failures"]:
         lines.append("none")
@@ -187,8 +222,8 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         lines.append(f"### {kind} ({len(records)})")
         lines.append("")
         for r in records:
-            reason = (r.reason or "").replace("\n", " ")[:160]
-            lines.append(f"- #{r.iteration} {r.description}: {reason}")
+            reason = md_text((r.reason or "")[:160])
+            lines.append(f"- #{r.iteration} {md_text(r.description)}: {reason}")
         lines.append("")
     env = data["environment"]
     lines += [
@@ -200,7 +235,7 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         f"- judge fingerprint: {env['fingerprint']}",
     ]
     for name, digest in sorted(env["harness_files"].items()):
-        lines.append(f"- {name}: sha256 {digest}")
+        lines.append(f"- {md_text(name)}: sha256 {digest}")
     return "\n".join(lines) + "\n"
 
 
@@ -213,15 +248,17 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
             f'<img alt="progress" src="data:image/png;base64,'
             f'{base64.b64encode(png).decode()}" style="max-width:100%">'
         )
+    direction = str(s["direction"])
     rows = "".join(
         f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
         f"<td>{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
-        f"<td>{esc(_num(r.delta))}</td><td>{esc(r.description)}</td>"
-        f"<td>{esc(r.reason or '')}</td></tr>"
+        f"<td>{esc(signed(gain(r.delta, direction)))}</td>"
+        f"<td>{esc(signed(r.delta))}</td><td>{esc(printable(r.description))}</td>"
+        f"<td>{esc(printable(r.reason or ''))}</td></tr>"
         for r in data["records"]
     )
-    pct = s.get("improvement_pct")
-    summary = json.dumps(
+    change = gain_text(s.get("delta"), direction, s.get("improvement_pct"))
+    summary = script_json(
         {
             k: s.get(k)
             for k in (
@@ -232,6 +269,9 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
                 "stop_reason",
                 "confidence",
                 "noise",
+                "direction",
+                "delta",
+                "improvement_pct",
             )
         }
     )
@@ -246,13 +286,13 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; }}
 </style></head><body>
 <h1>Campaign {esc(s["name"])}</h1>
 <p class="big">baseline <b>{esc(_num(s["baseline"]))}</b> &rarr; best <b>{esc(_num(s["best"]))}</b>
-{"" if pct is None else f"({pct:+.2f}%)"} at attempt {s["best_iteration"]};
+({esc(change)}) at attempt {s["best_iteration"]};
 stop reason: {esc(str(s.get("stop_reason")))}</p>
 {image}
 <h2>Attempts</h2>
-<table><tr><th>#</th><th>status</th><th>metric</th><th>delta</th><th>description</th>
-<th>reason</th></tr>{rows}</table>
-<script type="application/json" id="summary">{esc(summary)}</script>
+<table><tr><th>#</th><th>status</th><th>metric</th><th>gain</th><th>delta</th>
+<th>description</th><th>reason</th></tr>{rows}</table>
+<script type="application/json" id="summary">{summary}</script>
 </body></html>
 """
 
