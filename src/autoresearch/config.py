@@ -2,32 +2,62 @@
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from autoresearch.decide import Rule
 from autoresearch.errors import ConfigError
 from autoresearch.llm import ChatSettings
-from autoresearch.scope import PathMatcher
+from autoresearch.scope import PathMatcher, glob_problem
 
 CONFIG_FILE = "autoresearch.toml"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 32  # tables and arrays inside each other; a real config needs a handful
+MAX_SECONDS = 10_000_000.0  # about 115 days: longer is a typo, and overflows timers
+
+# `true` is not a number: pydantic's lax mode would read it as 1.
+Int = Annotated[int, Strict()]
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
+
+
+def _refuse_bool(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    if isinstance(value, bool) and info.field_name is not None:
+        annotation = cls.model_fields[info.field_name].annotation
+        if annotation is not bool and bool not in get_args(annotation):
+            raise ValueError("must not be true or false")
+    return value
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        return _refuse_bool(cls, value, info)
 
 
 class MetricConfig(_Strict):
     command: str | None = Field(default=None, min_length=1)
     direction: Literal["minimize", "maximize"] | None = None
     pattern: str | None = None
-    timeout: float = Field(default=600, gt=0)
+    timeout: Seconds = 600
     target: float | None = None
     file: str | None = None
     key: str | None = None
@@ -65,13 +95,13 @@ class MetricConfig(_Strict):
 
 class GuardConfig(_Strict):
     command: str = Field(min_length=1)
-    timeout: float = Field(default=600, gt=0)
+    timeout: Seconds = 600
 
 
 class StopConfig(_Strict):
-    max_iterations: int = Field(default=20, ge=0)
-    plateau: int = Field(default=0, ge=0)
-    max_minutes: float = Field(default=0, ge=0)
+    max_iterations: Int = Field(default=20, ge=0)
+    plateau: Int = Field(default=0, ge=0)
+    max_minutes: float = Field(default=0, ge=0, le=MAX_SECONDS / 60)
     max_cost_usd: float | None = Field(default=None, ge=0)
 
 
@@ -88,14 +118,15 @@ class ProposerConfig(BaseModel):
 class DecisionConfig(_Strict):
     rule: Literal["strict", "threshold", "repeats", "sequential"] = "strict"
     min_delta: float | str = 0.0
-    repeats: int = Field(default=5, ge=2, le=1000)
-    max_samples: int = Field(default=8, ge=2, le=1000)
+    repeats: Int = Field(default=5, ge=2, le=1000)
+    max_samples: Int = Field(default=8, ge=2, le=1000)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
 
-    @field_validator("min_delta")
+    @field_validator("min_delta", mode="before")
     @classmethod
-    def _delta(cls, value: float | str) -> float | str:
-        parse_min_delta(value)
+    def _delta(cls, value: Any) -> Any:
+        if isinstance(value, int | float | str):
+            parse_min_delta(value)
         return value
 
     def to_rule(self) -> Rule:
@@ -106,7 +137,11 @@ class DecisionConfig(_Strict):
 
 def parse_min_delta(value: float | str) -> tuple[float, bool]:
     """Return (amount, is_percent) for `0.01` or `"0.5%"`."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number or a percentage like '0.5%', not true or false")
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
         if value < 0:
             raise ValueError("must not be negative")
         return float(value), False
@@ -116,6 +151,8 @@ def parse_min_delta(value: float | str) -> tuple[float, bool]:
         amount = float(text[:-1] if percent else text)
     except ValueError:
         raise ValueError(f"must be a number or a percentage like '0.5%', not {value!r}") from None
+    if not math.isfinite(amount):
+        raise ValueError("must be a finite number")
     if amount < 0:
         raise ValueError("must not be negative")
     return amount, percent
@@ -126,8 +163,10 @@ class SandboxConfig(_Strict):
 
     watch_checkout: bool = True  # halt if the user's checkout changes while a proposer runs
     pass_env: list[str] = Field(default_factory=list)  # secrets the metric and guard may see
-    memory_mb: int = Field(default=0, ge=0)  # address-space limit per command (0 = off)
-    cpu_seconds: int = Field(default=0, ge=0)  # CPU-time limit per command (0 = off)
+    # address-space limit per command (0 = off); at most 1 PiB
+    memory_mb: Int = Field(default=0, ge=0, le=1 << 30)
+    # CPU-time limit per command (0 = off); at most about 30 years
+    cpu_seconds: Int = Field(default=0, ge=0, le=1_000_000_000)
     network: bool = True  # false: metric and guard run without network (needs unshare)
 
 
@@ -139,9 +178,28 @@ class TrackingConfig(_Strict):
 class JudgeConfig(ChatSettings):
     """An LLM that scores files against a rubric; the metric when no metric command is set."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     rubric: str = Field(min_length=1)
     files: list[str] = Field(min_length=1)
-    rounds: int = Field(default=3, ge=1, le=15)
+    rounds: Int = Field(default=3, ge=1, le=15)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        return _refuse_bool(cls, value, info)
+
+    @field_validator("files")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        return _check_globs(value)
+
+
+def _check_globs(value: list[str]) -> list[str]:
+    for pattern in value:
+        problem = glob_problem(pattern)
+        if problem:
+            raise ValueError(f"{pattern!r} {problem}")
+    return value
 
 
 class CampaignConfig(_Strict):
@@ -163,7 +221,7 @@ class CampaignConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not NAME_RE.match(value) or ".." in value or value.endswith((".lock", ".")):
+        if not NAME_RE.fullmatch(value) or ".." in value or value.endswith((".lock", ".")):
             raise ValueError(
                 "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
@@ -172,6 +230,7 @@ class CampaignConfig(_Strict):
     @field_validator("scope", "harness", "share")
     @classmethod
     def _globs(cls, value: list[str]) -> list[str]:
+        _check_globs(value)
         for pattern in value:
             if not pattern.strip():
                 raise ValueError("must not contain empty patterns")
@@ -220,12 +279,16 @@ class Campaign:
             return str(self.config_path)
 
 
+# How pydantic names the member of a union that failed; never a config key.
+_UNION_TAGS = ("float", "int", "str", "bool", "list[str]", "none")
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
     for item in loc:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
-        elif item in ("function-after", "function-before") or str(item).startswith(
+        elif item in ("function-after", "function-before", *_UNION_TAGS) or str(item).startswith(
             ("literal[", "function-")
         ):
             continue
@@ -245,8 +308,109 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     if kind == "extra_forbidden":
         return f"{source}: key '{key}' is not a known setting; remove it or check its spelling."
     shown = err.get("input")
-    got = "" if isinstance(shown, dict | list) else f" (got {shown!r})"
+    got = "" if isinstance(shown, dict | list) else f" (got {_short(shown)})"
+    msg = " ".join(msg.split()) or "is invalid"
     return f"{source}: key '{key}': {msg[0].lower() + msg[1:]}{got}; fix it and run again."
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _too_deep_text(text: str) -> bool:
+    """True when the TOML text nests arrays, inline tables or dotted keys deeper than
+    MAX_DEPTH. tomllib recurses on brackets and is quadratic in a dotted key's length, so
+    a hostile file must be refused before it is parsed. Strings and comments are skipped."""
+    depth = dots = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            quote = text[i : i + 3] if text.startswith(c * 3, i) else c
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                if len(quote) == 1 and text[i] == "\n":
+                    break  # a one-line string ends at the line's end (tomllib will say so)
+                i += 2 if c == '"' and text[i] == "\\" else 1
+            i += len(quote) if text.startswith(quote, i) else 0
+            continue
+        if c == "#":
+            end = text.find("\n", i)
+            i = n if end == -1 else end
+            continue
+        if c in "[{":
+            depth += 1
+            dots = 0
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        elif c == ".":
+            dots += 1
+        elif c in "=,\n":
+            dots = 0
+        if depth > MAX_DEPTH or dots > MAX_DEPTH:
+            return True
+        i += 1
+    return False
+
+
+def _too_deep(data: object) -> bool:
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+    return False
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    name = path.name
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{name}: is {size} bytes, more than a config file can be "
+                f"({MAX_CONFIG_BYTES} bytes); check that --config names the right file."
+            )
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name}: cannot be read ({exc}); check its permissions.") from None
+    if _too_deep_text(text):
+        raise ConfigError(
+            f"{name}: nests tables, arrays or dotted keys more than {MAX_DEPTH} levels deep; "
+            "a config needs only a few levels, fix the file."
+        )
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{name}: is not valid TOML ({exc}); fix the syntax.") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{name}: nests tables or arrays too deeply; a config needs only a few levels, "
+            "fix the file."
+        ) from None
+
+
+def _tool_table(path: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+    """`[tool.autoresearch]` of a pyproject.toml, None when it has none."""
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(
+            f"{path.name}: key 'tool' must be a table ([tool.autoresearch]), not "
+            f"{'an array of tables' if isinstance(tool, list) else type(tool).__name__}; "
+            "fix the file."
+        )
+    table = tool.get("autoresearch")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path.name}: [tool.autoresearch] must be a table; fix the file.")
+    return table
 
 
 def find_config(root: Path, explicit: Path | None) -> tuple[Path, dict[str, Any]]:
@@ -261,23 +425,13 @@ def find_config(root: Path, explicit: Path | None) -> tuple[Path, dict[str, Any]
     for path in candidates:
         if not path.is_file():
             continue
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"{path.name}: cannot be read ({exc}); check its permissions."
-            ) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path.name}: is not valid TOML ({exc}); fix the syntax.") from None
-        if path.name == "pyproject.toml" and explicit is None:
-            table = data.get("tool", {}).get("autoresearch")
-            if table is None:
+        data = _read_toml(path)
+        if path.name == "pyproject.toml":
+            table = _tool_table(path, data)
+            if table is not None:
+                return path, table
+            if explicit is None:
                 continue
-            if not isinstance(table, dict):
-                raise ConfigError("pyproject.toml: [tool.autoresearch] must be a table.")
-            return path, table
-        if path.name == "pyproject.toml" and "tool" in data and "autoresearch" in data["tool"]:
-            return path, data["tool"]["autoresearch"]
         return path, data
     raise ConfigError(
         f"no {CONFIG_FILE} (or [tool.autoresearch] in pyproject.toml) in {root}; "
@@ -286,6 +440,11 @@ def find_config(root: Path, explicit: Path | None) -> tuple[Path, dict[str, Any]
 
 
 def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
+    if _too_deep(data):
+        raise ConfigError(
+            f"{source}: nests tables or arrays more than {MAX_DEPTH} levels deep; a config "
+            "needs only a few levels, fix the file."
+        )
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:

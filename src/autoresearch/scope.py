@@ -12,6 +12,16 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 
+def _class_body(body: str) -> str:
+    """A glob's [...] body as a regex class body: only a '-' between two characters makes
+    a range; every other character (and any other '-') is literal."""
+    out = []
+    for j, c in enumerate(body):
+        is_range = c == "-" and 0 < j < len(body) - 1 and "-" not in (body[j - 1], body[j + 1])
+        out.append(c if is_range else re.escape(c))
+    return "".join(out)
+
+
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
     pattern = pattern.strip().removeprefix("./").rstrip("/")
@@ -37,15 +47,29 @@ def _compile(pattern: str) -> re.Pattern[str]:
                 i += 1
             else:
                 body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                negate = body.startswith("!")
+                # Only '-' keeps its meaning inside a class; every other character is literal.
+                out.append("[" + "^" * negate + _class_body(body[negate:]) + "]")
                 i = end + 1
         else:
             out.append(re.escape(pattern[i]))
             i += 1
     # A match may also be a directory that contains the path.
     return re.compile("(?:" + "".join(out) + ")(?:/.*)?", re.DOTALL)
+
+
+def glob_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a usable glob, or None when it is."""
+    try:
+        _compile(pattern)
+    except re.error:
+        return (
+            "is not a valid glob: a [...] class must hold at least one character and its "
+            "ranges must go from low to high (write [[] for a literal '[')"
+        )
+    except RecursionError:
+        return "is too complex a glob"
+    return None
 
 
 class PathMatcher:
