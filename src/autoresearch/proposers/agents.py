@@ -13,6 +13,7 @@ import shlex
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +22,15 @@ from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import workspace_files
 from autoresearch.process import run_command
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
+from autoresearch.proposers.base import (
+    DESCRIPTION_CHARS,
+    REASON_CHARS,
+    Outcome,
+    Proposal,
+    ProposalContext,
+    ProposerSetup,
+    clean_text,
+)
 from autoresearch.proposers.command import note_failure
 from autoresearch.scope import PathMatcher
 
@@ -43,6 +52,15 @@ class Usage:
     cost_usd: float | None = None
     tokens_in: int | None = None
     tokens_out: int | None = None
+    error: str = ""  # the tool's own report that it failed (an API error, an outage)
+
+
+def _message(value: Any) -> str:
+    """The message of an error the tool reported as a string or as {"message": ...}."""
+    if isinstance(value, dict):
+        inner = value.get("message", value.get("error"))
+        return _message(inner) if inner is not None else json.dumps(value)[:REASON_CHARS]
+    return str(value or "").strip()
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,14 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
+def _text(path: Path) -> str:
+    """A log the tool wrote (capped in size by `run_command`), as text."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _model(options: AgentOptions, flag: str) -> str:
     return f" {flag} {shlex.quote(options.model)}" if options.model else ""
 
@@ -99,6 +125,9 @@ def _parse_claude(stdout: str) -> Usage:
         if obj.get("type") not in (None, "result"):
             continue
         usage.text = str(obj.get("result") or usage.text)
+        if obj.get("is_error") is True:  # API errors (overloaded, rate limit, auth), exit 0
+            said = _message(obj.get("result") or obj.get("error"))
+            usage.error = said or str(obj.get("subtype") or "an error without a message")
         cost = obj.get("total_cost_usd", obj.get("cost_usd"))
         if isinstance(cost, int | float):
             usage.cost_usd = float(cost)
@@ -127,7 +156,20 @@ def _parse_codex(stdout: str) -> Usage:
     usage = Usage()
     tokens_in = tokens_out = 0
     seen = False
+    errors: list[str] = []
+    turn_failed = turn_completed = False
     for obj in _json_objects(stdout):
+        event = obj if obj.get("type") is not None else obj.get("msg")
+        if not isinstance(event, dict):
+            event = {}
+        kind = event.get("type")
+        if kind == "turn.failed":
+            turn_failed = True
+            errors.append(_message(event.get("error")) or "the turn failed")
+        elif kind == "error":
+            errors.append(_message(event.get("message") or event.get("error")))
+        elif kind in ("turn.completed", "task_complete"):
+            turn_completed = True
         found = obj.get("usage")
         msg = obj.get("msg")
         if found is None and isinstance(msg, dict):
@@ -141,6 +183,10 @@ def _parse_codex(stdout: str) -> Usage:
             usage.text = str(item.get("text") or usage.text)
     if seen:
         usage.tokens_in, usage.tokens_out = tokens_in, tokens_out
+    # An error event the tool recovered from (a retried stream) is followed by a completed
+    # turn; a failed turn, or errors and no completed turn, is a failed proposal.
+    if turn_failed or (errors and not turn_completed):
+        usage.error = next((e for e in reversed(errors) if e), "the turn failed")
     return usage
 
 
@@ -184,6 +230,9 @@ AIDER_CHATTER = (
 )
 
 
+_AIDER_ERROR = re.compile(r"\b\w*(Error|Exception)\b.*")
+
+
 def _parse_aider(stdout: str) -> Usage:
     said = [
         line
@@ -200,6 +249,16 @@ def _parse_aider(stdout: str) -> Usage:
     return usage
 
 
+def _aider_error(stdout: str) -> str:
+    """The last line aider printed that names an error (it prints them to stdout); used only
+    when it exited non-zero, since its chatter may mention errors it fixed."""
+    for line in reversed(stdout.splitlines()):
+        match = _AIDER_ERROR.search(line)
+        if match:
+            return line.strip()
+    return ""
+
+
 # -- Gemini CLI ---------------------------------------------------------------------------
 
 
@@ -214,6 +273,8 @@ def _parse_gemini(stdout: str) -> Usage:
     usage = Usage()
     for obj in _json_objects(stdout):
         usage.text = str(obj.get("response") or usage.text)
+        if obj.get("error"):
+            usage.error = _message(obj.get("error"))
         stats = obj.get("stats")
         models = stats.get("models") if isinstance(stats, dict) else None
         if isinstance(models, dict):
@@ -274,15 +335,27 @@ class AgentProposer:
             stderr_path=stem.with_suffix(".err"),
             child=self.child,
         )
-        usage = self.preset.parse(result.stdout_text())
+        stdout, stderr = result.stdout_text(), _text(result.stderr_path)
+        usage = self.preset.parse(stdout)
+        description = description_of(usage.text) if usage.text else ""
         proposal = Proposal(
-            description=description_of(usage.text) if usage.text else "",
+            description=clean_text(description, DESCRIPTION_CHARS),
             cost_usd=usage.cost_usd,
             tokens_in=usage.tokens_in,
             tokens_out=usage.tokens_out,
             output_path=str(result.stdout_path),
         )
-        return note_failure(proposal, result, self.preset.tool, self.options.timeout)
+        tool = self.preset.tool
+        error = usage.error or self.preset.parse(stderr).error
+        if error and not result.timed_out and result.returncode == 0:
+            # The tool says it failed but exits 0 (claude's is_error, codex's turn.failed):
+            # a failed proposal, never "no change".
+            proposal.failed = True
+            proposal.reason = clean_text(f"{tool} reported an error: {error}", REASON_CHARS)
+            return proposal
+        if not error and tool == "aider":
+            error = _aider_error(stdout) or _aider_error(stderr)
+        return note_failure(proposal, result, tool, self.options.timeout, error)
 
     def observe(self, outcome: Outcome) -> None:
         return None

@@ -15,6 +15,33 @@ def _environ() -> dict[str, str]:
     return dict(os.environ)
 
 
+DESCRIPTION_CHARS = 200  # a description is one line
+REASON_CHARS = 1000
+READ_LIMIT = 4096  # bytes read of a file a proposer writes its description to
+
+
+def clean_text(text: str, limit: int) -> str:
+    """`text` as a ledger field and a git commit message can hold it: no NUL byte (git
+    refuses it), at most `limit` characters. Other control characters stay text; the views
+    escape them."""
+    return text.replace("\x00", "\ufffd")[:limit]
+
+
+def read_head(path: Path, limit: int = READ_LIMIT) -> str:
+    """The first `limit` bytes of `path` as text, however large the file is; "" when
+    unreadable. A line cut at the limit is dropped unless it is the only one."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return ""
+    if len(data) > limit:
+        data = data[:limit]
+        whole, newline, _ = data.rpartition(b"\n")
+        data = whole if newline and whole.strip() else data
+    return data.decode("utf-8", errors="replace")
+
+
 @dataclass(frozen=True)
 class ProposerSetup:
     """What a proposer kind is built from: the campaign, narrowed to what proposers use.
@@ -101,8 +128,11 @@ class Proposer(Protocol):
     """Edits files in `ctx.workspace`; the engine finds out what changed from git.
 
     Optional members, looked up with getattr: `validate(workspace)` checks the settings
-    against the files before the campaign starts; `runs_commands = False` says the
-    proposer writes only through its own code, so the user's checkout need not be watched;
+    against the files before the campaign starts; `preflight(offline: bool) -> str` checks
+    what the proposer needs (its executable, its endpoint unless `offline`) for `check`, says
+    in a few words what was found, and raises `AutoresearchError` when it cannot work;
+    `runs_commands = False` says the proposer writes only through its own code, so the
+    user's checkout need not be watched;
     `exhausted() -> bool`, asked before every attempt, says it has nothing left to try (the
     campaign stops with `space_exhausted`).
     """

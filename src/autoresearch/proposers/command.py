@@ -5,7 +5,16 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch.process import CommandResult, run_command
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
+from autoresearch.proposers.base import (
+    DESCRIPTION_CHARS,
+    REASON_CHARS,
+    Outcome,
+    Proposal,
+    ProposalContext,
+    ProposerSetup,
+    clean_text,
+    read_head,
+)
 
 
 class CommandOptions(BaseModel):
@@ -14,27 +23,34 @@ class CommandOptions(BaseModel):
     timeout: float = Field(default=1800, gt=0)
 
 
-def note_failure(proposal: Proposal, result: CommandResult, who: str, timeout: float) -> Proposal:
-    """Mark `proposal` as timed out or failed when the command was."""
+def note_failure(
+    proposal: Proposal, result: CommandResult, who: str, timeout: float, message: str = ""
+) -> Proposal:
+    """Mark `proposal` as timed out or failed when the command was; the reason carries the
+    tool's own `message`, else the last line it wrote to stderr, else to stdout."""
     if result.timed_out:
         proposal.timed_out = True
         proposal.reason = f"{who} timed out after {timeout:g} s"
     elif result.returncode != 0:
         proposal.failed = True
-        tail = result.stderr_tail()
-        proposal.reason = f"{who} exited with code {result.returncode}" + (
-            f": {tail}" if tail else ""
-        )
+        said = message or result.stderr_tail() or last_line(result.stdout_text())
+        reason = f"{who} exited with code {result.returncode}" + (f": {said}" if said else "")
+        proposal.reason = clean_text(reason, REASON_CHARS)
     return proposal
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of `text`, stripped."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line:
+            return line
+    return ""
 
 
 def description_from(text: str) -> str:
     """The proposer's own summary: the last non-empty line it printed, shortened."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line:
-            return line[:200]
-    return ""
+    return clean_text(last_line(text), DESCRIPTION_CHARS)
 
 
 class CommandProposer:
@@ -57,8 +73,8 @@ class CommandProposer:
             child=self.child,
         )
         description = ""
-        if description_file.is_file():
-            description = description_from(description_file.read_text(errors="replace"))
+        if description_file.is_file():  # a regular file only, read to a bound
+            description = description_from(read_head(description_file))
         if not description:
             description = description_from(result.stdout_text())
         proposal = Proposal(description=description, output_path=str(result.stdout_path))

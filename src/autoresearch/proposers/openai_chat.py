@@ -24,11 +24,14 @@ from autoresearch.edits import (
 from autoresearch.gitcmd import workspace_files
 from autoresearch.llm import ChatClient, ChatSettings, LLMError, api_key
 from autoresearch.proposers.base import (
+    DESCRIPTION_CHARS,
+    REASON_CHARS,
     AttemptNote,
     Outcome,
     Proposal,
     ProposalContext,
     ProposerSetup,
+    clean_text,
 )
 from autoresearch.scope import PathMatcher
 
@@ -201,11 +204,11 @@ class ChatProposer:
         try:
             reply = self.client.complete(messages)
         except LLMError as exc:
-            return Proposal(failed=True, reason=str(exc))
+            return Proposal(failed=True, reason=clean_text(str(exc), REASON_CHARS))
         out = stem.with_suffix(".out")
         out.write_text(reply.text, encoding="utf-8")
         proposal = Proposal(
-            description=description_of(reply.text),
+            description=clean_text(description_of(reply.text), DESCRIPTION_CHARS),
             cost_usd=reply.cost_usd,
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
@@ -218,7 +221,7 @@ class ChatProposer:
             planned = plan_edits(parse_blocks(reply.text), ctx.workspace, self.scope, self.never)
         except EditRefused as exc:
             proposal.refused = True
-            proposal.reason = str(exc)
+            proposal.reason = clean_text(str(exc), REASON_CHARS)
             return proposal
         write_edits(planned)
         return proposal

@@ -41,14 +41,52 @@ SCOPE = ("*.py", "*.md")
 HARNESS = ("bench.py",)
 HIDDEN = ("rubric.md",)
 
-# How a tool is broken: non-zero exit, gone mid-run, garbage on stdout, server error 500.
+# How a tool is broken: non-zero exit, gone mid-run, garbage on stdout, server error 500;
+# the tool reports an error its own way (claude's `is_error` with exit 0, codex's
+# `turn.failed`, aider's error line on stdout, gemini's JSON error); a NUL byte in the
+# description; a 1.5 GB description file.
 EXIT, MISSING, GARBAGE, SERVER_ERROR = "exit", "missing", "garbage", "server_error"
+TOOL_ERROR, NUL, HUGE = "tool_error", "nul_description", "huge_description"
 # After these a proposal is failed; after garbage it only must not raise.
-FAILING = (EXIT, MISSING, SERVER_ERROR)
+FAILING = (EXIT, MISSING, SERVER_ERROR, TOOL_ERROR)
+# The tool's own words, which a failed proposal's reason must carry.
+TOOL_MESSAGE = "Overloaded-7c1e"
+DESCRIPTION_LIMIT = 200
+# Peak memory (bytes) a proposal may take reading a 1.5 GB description file.
+READ_BUDGET = 16 * 2**20
 
 EDIT = "sed -i 's/^N = .*/N = 3/' calc.py"
 CAPTURE = 'cat "$AUTORESEARCH_PROMPT_FILE" >> "$SEEN"; printf "%s\\n" "$@" >> "$SEEN"'
 GARBAGE_SCRIPT = 'head -c 3000 /dev/urandom; printf \'\\n{"type": "result", "usage": 7\'\n'
+
+# Each kind's tool reporting an error its own way (TOOL_ERROR), and a description with a
+# NUL byte (NUL), as the tool prints them.
+TOOL_ERROR_OUTPUT = {
+    "command": f"echo 'Error: {TOOL_MESSAGE}'\nexit 1",
+    "claude": f"""cat <<'JSON'
+{{"type":"result","subtype":"success","is_error":true,"result":"API Error: 529 \
+{{\\"type\\":\\"error\\",\\"error\\":{{\\"message\\":\\"{TOOL_MESSAGE}\\"}}}}"}}
+JSON""",
+    "codex": f"""echo '{{"type":"turn.started"}}'
+echo '{{"type":"error","message":"stream disconnected: {TOOL_MESSAGE}"}}'
+echo '{{"type":"turn.failed","error":{{"message":"{TOOL_MESSAGE}"}}}}'""",
+    "aider": f"""echo "Aider v0.80"
+echo "litellm.RateLimitError: AnthropicException - {TOOL_MESSAGE}"
+exit 1""",
+    "gemini": f"""echo '{{"error":{{"type":"ApiError","message":"{TOOL_MESSAGE}","code":429}}}}' >&2
+exit 1""",
+}
+NUL_OUTPUT = {
+    "command": "printf 'set N\\0 to 3\\n' > \"$AUTORESEARCH_DESCRIPTION_FILE\"",
+    "claude": """echo '{"type":"result","result":"DESCRIPTION: set N\\u0000 to 3"}'""",
+    "codex": """echo '{"type":"item.completed","item":{"type":"agent_message","text":"N\\u0000"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}'""",
+    "aider": "printf 'set N\\0 to 3\\n'",
+    "gemini": """echo '{"response":"set N\\u0000 to 3"}'""",
+}
+HUGE_OUTPUT = """printf 'set N to 3\\n' > "$AUTORESEARCH_DESCRIPTION_FILE"
+truncate -s 1500M "$AUTORESEARCH_DESCRIPTION_FILE"
+"""
 
 
 @dataclass
@@ -75,7 +113,7 @@ def _script(path: Path, body: str) -> Path:
     return path
 
 
-def _break_script(path: Path) -> Callable[[str], None]:
+def _break_script(path: Path, kind: str) -> Callable[[str], None]:
     def breaker(mode: str) -> None:
         if mode == EXIT:
             _script(path, "echo 'not logged in' >&2\nexit 3")
@@ -83,6 +121,12 @@ def _break_script(path: Path) -> Callable[[str], None]:
             path.unlink()
         elif mode == GARBAGE:
             _script(path, GARBAGE_SCRIPT)
+        elif mode == TOOL_ERROR:
+            _script(path, f"{EDIT}\n{TOOL_ERROR_OUTPUT[kind]}")
+        elif mode == NUL:
+            _script(path, f"{EDIT}\n{NUL_OUTPUT[kind]}")
+        elif mode == HUGE:
+            _script(path, f"{EDIT}\n{HUGE_OUTPUT}")
         else:
             raise ValueError(mode)
 
@@ -94,7 +138,7 @@ def command_tool(root: Path) -> Tool:
     return Tool(
         options={"command": f"bash {script}", "timeout": 20},
         seen=root / "seen.txt",
-        breaker=_break_script(script),
+        breaker=_break_script(script, "command"),
     )
 
 
@@ -122,7 +166,7 @@ def agent_tool(kind: str) -> Callable[[Path], Tool]:
         return Tool(
             options={"executable": str(exe), "timeout": 20, "max_turns": 3},
             seen=root / "seen.txt",
-            breaker=_break_script(exe),
+            breaker=_break_script(exe, kind),
         )
 
     return make
@@ -150,6 +194,8 @@ def chat_tool(root: Path) -> Tool:
             server.server_close()
         elif mode == GARBAGE:
             fake.add("\x00\x01 calc.py\n<<<<<<< SEARCH\nN = 10\n(no divider, no end)")
+        elif mode == NUL:
+            fake.add(edit_block("calc.py", "N = 10\n", "N = 3\n").replace("edit", "set\x00", 1))
         else:
             raise ValueError(mode)
 
@@ -180,13 +226,13 @@ class Kind:
     failures: tuple[str, ...] = ()
 
 
-SCRIPT_FAILURES = (EXIT, MISSING, GARBAGE)
+SCRIPT_FAILURES = (EXIT, MISSING, GARBAGE, TOOL_ERROR, NUL)
 
 # The suite runs over every entry; a new proposer kind adds one line here.
 KINDS: dict[str, Kind] = {
-    "command": Kind(command_tool, SCRIPT_FAILURES),
+    "command": Kind(command_tool, (*SCRIPT_FAILURES, HUGE)),
     "optuna": Kind(optuna_tool),
-    "openai": Kind(chat_tool, (SERVER_ERROR, MISSING, GARBAGE)),
+    "openai": Kind(chat_tool, (SERVER_ERROR, MISSING, GARBAGE, NUL)),
     "claude": Kind(agent_tool("claude"), SCRIPT_FAILURES),
     "codex": Kind(agent_tool("codex"), SCRIPT_FAILURES),
     "aider": Kind(agent_tool("aider"), SCRIPT_FAILURES),
@@ -287,13 +333,29 @@ def check_edits_land_in_its_workspace(rig: Rig) -> None:
 
 
 def check_a_broken_tool_is_a_failed_proposal(rig: Rig, mode: str) -> None:
+    import tracemalloc
+
     checkout = snapshot(rig.repo)
     rig.tool.breaker(mode)
-    proposal = rig.propose()  # raising here fails the check
+    tracemalloc.start()
+    try:
+        proposal = rig.propose()  # raising here fails the check
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
     assert isinstance(proposal, Proposal)
     if mode in FAILING:
         assert proposal.failed or proposal.timed_out, f"{mode}: not marked failed"
         assert proposal.reason, f"{mode}: the failure gives no reason"
+    if mode == TOOL_ERROR:
+        assert TOOL_MESSAGE in proposal.reason, f"the tool's message is not the reason: {proposal}"
+    if mode in (NUL, HUGE):
+        assert not proposal.failed and not proposal.timed_out, proposal.reason
+        assert proposal.description, f"{mode}: the description was lost"
+    for text in (proposal.description, proposal.reason):
+        assert "\x00" not in text, "a NUL byte reached the description or reason"
+    assert len(proposal.description) <= DESCRIPTION_LIMIT, "the description is not one line"
+    assert peak < READ_BUDGET, f"{mode}: the proposal read {peak} bytes into memory"
     assert snapshot(rig.repo) == checkout, "the user's checkout changed"
 
 
