@@ -32,20 +32,98 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def judge_settings(campaign: Campaign) -> str:
-    """The settings that define the judge: a change to them invalidates earlier numbers."""
+# What is measured: a change to any of these makes earlier numbers incomparable. Timeouts,
+# stop rules, the decision rule, the proposer and the sandbox change how a campaign goes on,
+# not what a number means, so a resume lets them through.
+MEASUREMENT_KEYS = (
+    "metric.command",
+    "metric.direction",
+    "metric.pattern",
+    "metric.file",
+    "metric.key",
+    "metric.name",
+    "guard.command",
+    "judge.base_url",
+    "judge.model",
+    "judge.temperature",
+    "judge.rubric",
+    "judge.files",
+    "judge.rounds",
+    "harness",
+)
+
+
+def measurement_settings(campaign: Campaign) -> dict[str, object]:
+    """Each measurement setting by its key (`metric.command`, ...); None when unset."""
     cfg = campaign.config
-    judge = None
-    if cfg.judge is not None:
-        judge = cfg.judge.model_dump(exclude={"api_key_env", "request_timeout", "max_retries"})
+    tables: dict[str, object] = {
+        "metric": cfg.metric,
+        "guard": cfg.guard,
+        "judge": cfg.judge,
+    }
+    out: dict[str, object] = {}
+    for key in MEASUREMENT_KEYS:
+        if key == "harness":
+            out[key] = list(cfg.harness)
+            continue
+        table, _, name = key.partition(".")
+        model = tables[table]
+        out[key] = None if model is None else getattr(model, name)
+    return out
+
+
+def measurement_digests(campaign: Campaign) -> dict[str, str]:
+    return {
+        key: sha256_text(json.dumps(value, sort_keys=True))
+        for key, value in measurement_settings(campaign).items()
+    }
+
+
+# The fields each table had in 0.1.0, whose state.json holds one digest over all of them.
+_V1_FIELDS = {
+    "metric": {"command", "direction", "pattern", "timeout", "target", "file", "key", "name"},
+    "judge": {"base_url", "model", "price_per_mtok", "temperature", "rubric", "files", "rounds"},
+    "guard": {"command", "timeout"},
+    "decision": {"rule", "min_delta", "repeats", "max_samples", "confidence"},
+}
+
+
+def judge_settings(campaign: Campaign) -> str:
+    """The settings as 0.1.0 composed them for its single fingerprint."""
+    cfg = campaign.config
+    judge = cfg.judge.model_dump(include=_V1_FIELDS["judge"]) if cfg.judge else None
+    guard = cfg.guard.model_dump(include=_V1_FIELDS["guard"]) if cfg.guard else None
     data = {
-        "metric": cfg.metric.model_dump(),
+        "metric": cfg.metric.model_dump(include=_V1_FIELDS["metric"]),
         "judge": judge,
-        "guard": cfg.guard.model_dump() if cfg.guard else None,
-        "decision": cfg.decision.model_dump(),
+        "guard": guard,
+        "decision": cfg.decision.model_dump(include=_V1_FIELDS["decision"]),
         "harness": cfg.harness,
     }
     return json.dumps(data, sort_keys=True)
+
+
+def measurement_changes(
+    campaign: Campaign, stored: dict[str, object], current: dict[str, object]
+) -> list[str]:
+    """What differs between the fingerprint a campaign started with and today's: the
+    measurement settings by key, then the harness files. A fingerprint written by 0.1.0
+    holds one digest of its own composition; it can only say that some setting changed."""
+    old_files = stored.get("files")
+    old_files = old_files if isinstance(old_files, dict) else {}
+    new_files = current.get("files")
+    new_files = new_files if isinstance(new_files, dict) else {}
+    files = sorted(
+        p for p in set(old_files) | set(new_files) if old_files.get(p) != new_files.get(p)
+    )
+    old = stored.get("measurement")
+    new = current.get("measurement")
+    keys: list[str] = []
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+    elif stored.get("settings") not in (None, sha256_text(judge_settings(campaign))):
+        keys = ["metric, guard, decision or judge settings, recorded by 0.1.0 as one digest"]
+    return keys + [f"harness file {p}" for p in files]
 
 
 def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
@@ -91,13 +169,16 @@ class Fingerprint:
     files: dict[str, str] = field(default_factory=dict)
     settings: str = ""
     config_hash: str = ""
+    measurement: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def take(cls, campaign: Campaign, workspace: Path, paths: list[str]) -> Fingerprint:
+        measurement = measurement_digests(campaign)
         return cls(
             files={p: sha256_file(workspace / p) for p in paths},
-            settings=sha256_text(judge_settings(campaign)),
+            settings=sha256_text(json.dumps(measurement, sort_keys=True)),
             config_hash=sha256_file(campaign.config_path),
+            measurement=measurement,
         )
 
     def changed(self, campaign: Campaign, workspace: Path) -> str | None:
@@ -110,4 +191,6 @@ class Fingerprint:
         return None
 
     def to_json(self) -> dict[str, object]:
-        return {"files": self.files, "settings": self.settings}
+        """As state.json keeps it: `settings` is one digest over `measurement`, the digest
+        of each measurement setting by its key."""
+        return {"files": self.files, "settings": self.settings, "measurement": self.measurement}

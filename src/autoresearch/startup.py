@@ -12,6 +12,7 @@ from filelock import FileLock, Timeout
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import CampaignLocked, ConfigError, GitError
+from autoresearch.integrity import measurement_changes
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace, checkout_state, head_of
@@ -86,19 +87,18 @@ def start_commit(
 def check_same_judge(
     campaign: Campaign, state: StateFile, settings: dict[str, Any], resumed: bool
 ) -> None:
-    """Refuse to resume with a different judge: the numbers would not be comparable."""
+    """Refuse to resume when what is measured changed (the numbers would not be
+    comparable); settings that do not change a number (timeouts, stop rules, the proposer)
+    pass. The fingerprint is then stored in today's format."""
     stored = state.read().get("fingerprint")
-    if resumed and stored and stored != settings:
-        old: dict[str, str] = stored.get("files", {})
-        new: dict[str, str] = settings["files"]
-        changed = sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p)) or [
-            "the metric, guard or decision settings"
-        ]
-        raise ConfigError(
-            f"the judge changed since campaign '{campaign.name}' started "
-            f"({', '.join(changed)}); numbers would not be comparable. Restore it, or "
-            "start a new campaign under another name."
-        )
+    if resumed and isinstance(stored, dict):
+        changed = measurement_changes(campaign, stored, settings)
+        if changed:
+            raise ConfigError(
+                f"the measurement settings changed since campaign '{campaign.name}' started "
+                f"({', '.join(changed)}); numbers would not be comparable. Restore them in "
+                f"{campaign.display_path()}, or start a new campaign under another name."
+            )
     state.update(fingerprint=settings)
 
 
