@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from autoresearch.attempt import Status
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
@@ -343,8 +344,8 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
         record = attempt(state_dir, iteration)
         text = attempt_diff(root, record)
         if not text:
-            what = "is the starting point" if record.status is Status.BASELINE else "changed"
-            console.print(f"attempt {iteration} ({record.status}) {what} nothing")
+            start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
+            console.print(f"attempt {iteration} ({record.status}){start} changed nothing")
             return
     click.echo(text, nl=not text.endswith("\n"))
 
@@ -410,6 +411,80 @@ def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json
     console.print(
         f"applied the change of attempt {record.iteration} to your working tree (not "
         "committed): " + safe(", ".join(files))
+    )
+
+
+@main.command(name="list")
+@json_option
+@handle_errors
+def list_(as_json: bool) -> None:
+    """Every campaign in this repository: state, best, attempts, disk used."""
+    from autoresearch.housekeeping import human_bytes, list_campaigns
+
+    campaigns = list_campaigns(_root())
+    if as_json:
+        click.echo(json.dumps([c.to_json() for c in campaigns], indent=2))
+        return
+    if not campaigns:
+        console.print("no campaigns in this repository yet; start one with `autoresearch run`")
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("campaign", "state", "baseline", "best", "attempts", "disk"):
+        table.add_column(column, justify="left" if column in ("campaign", "state") else "right")
+    for c in campaigns:
+        state = f"running (pid {c.pid})" if c.state == "running" else c.state
+        if c.stop_reason:
+            state += f": {c.stop_reason}"
+        best = num(c.best) + (f" (#{c.best_iteration})" if c.best_iteration else "")
+        table.add_row(
+            safe(c.name),
+            safe(state),
+            num(c.baseline),
+            best,
+            str(c.attempts),
+            human_bytes(c.disk_bytes),
+        )
+    console.print(table)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--branch", "with_branch", is_flag=True, help="Delete its branch too.")
+@handle_errors
+def clean(name: str, with_branch: bool) -> None:
+    """Remove a campaign's workspace, logs and attempt refs (not its ledger); refused while
+    it runs. Its branch stays unless --branch."""
+    from autoresearch.housekeeping import clean_campaign, human_bytes
+
+    done = clean_campaign(_root(), name, with_branch)
+    if not done.removed:
+        console.print(f"campaign '{safe(name)}' has nothing left to clean")
+        return
+    kept = "" if done.branch_removed else f"; branch autoresearch/{safe(name)} kept"
+    console.print(
+        f"cleaned campaign '{safe(name)}': removed {safe(', '.join(done.removed))} "
+        f"({human_bytes(done.freed_bytes)} freed){kept}; its ledger stays"
+    )
+
+
+@main.command()
+@click.argument("name")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Seconds to wait for the engine to stop.",
+)
+@handle_errors
+def stop(name: str, timeout: float) -> None:
+    """Stop a running campaign: the attempt in flight is rolled back and logged."""
+    from autoresearch.housekeeping import stop_campaign
+
+    stopped = stop_campaign(_root(), name, timeout)
+    console.print(
+        f"stopped campaign '{safe(name)}' (engine pid {stopped.pid}, "
+        f"{stopped.seconds:.1f} s): stop reason {stopped.stop_reason or 'interrupted'}"
     )
 
 

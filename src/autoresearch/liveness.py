@@ -73,6 +73,15 @@ def is_running(state_dir: Path) -> bool:
     return lock_holder(state_dir) is not None
 
 
+def kernel_reports_locks() -> bool:
+    """Whether this system says who holds a lock (Linux's /proc/locks)."""
+    try:
+        PROC_LOCKS.read_bytes()
+    except OSError:
+        return False
+    return True
+
+
 def holds_engine_lock(state_dir: Path, pid: int) -> bool:
     """Whether `pid` is the process holding the campaign's engine lock. Only the kernel's
     word counts: where it cannot be asked, no process is taken for the engine."""

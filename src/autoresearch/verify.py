@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord
 from autoresearch.gitcmd import Git
-from autoresearch.ledger import line_hash
+from autoresearch.ledger import StateFile, line_hash
 from autoresearch.summary import summarize
 
 
@@ -66,11 +66,17 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
         records.append(record)
     report.records = len(records)
     repo = Git(root)
+    state = StateFile(state_dir).read()
+    # `autoresearch clean` removed the refs of the attempts logged before it ran.
+    cleaned = state.get("cleaned_through")
+    cleaned_through = cleaned if type(cleaned) is int else -1
     for record in records:
         if not record.commit:
             continue
         ref = f"refs/autoresearch/{name}/{record.iteration}"
         found = repo.rev(ref)
+        if found is None and record.iteration <= cleaned_through:
+            continue
         if found is None:
             report.problems.append(f"iteration {record.iteration}: {ref} is missing")
         elif found != record.commit:
@@ -80,7 +86,8 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
             )
     summary = summarize(name, "minimize", records)
     branch = repo.rev(f"refs/heads/autoresearch/{name}")
-    if summary.best_commit and not running and branch != summary.best_commit:
+    removed = branch is None and bool(state.get("branch_removed"))
+    if summary.best_commit and not running and not removed and branch != summary.best_commit:
         report.problems.append(
             f"branch autoresearch/{name} is at {str(branch)[:12]}, but the best kept commit "
             f"in the ledger is {summary.best_commit[:12]}"
