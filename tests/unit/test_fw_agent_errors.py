@@ -90,10 +90,7 @@ def test_aider_mentioning_an_error_it_fixed_is_not_a_failure(
         ),
         # terminal escape sequences are text, stored as they are
         (
-            (
-                "printf 'set \\033[2JN to 3\\n' > \"$AUTORESEARCH_DESCRIPTION_FILE\"",
-                "set \x1b[2JN to 3",
-            ),
+            "printf 'set \\033[2JN to 3\\n' > \"$AUTORESEARCH_DESCRIPTION_FILE\"",
             "set \x1b[2JN to 3",
         ),
         # a description file that is a device: not read at all, stdout says what was done
