@@ -142,35 +142,89 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def _proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks since boot) of a live process, or None."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        state, pgrp, start = fields[0], int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    if state in (b"Z", b"X"):
+        return None
+    return pgrp, start
+
+
+def _boot_seconds(ticks: int) -> float:
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _uptime() -> float | None:
+    try:
+        return float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class ChildRecord:
     """The file where the process group of the running command is written down.
 
     If the engine is killed (SIGKILL leaves no chance to clean up), the command's group
-    lives on; the next engine reads the record and kills that group before doing anything.
+    lives on; the next engine reads the record and kills that group before doing anything,
+    but only if it is still the same group: the record holds the group leader's start time
+    (`/proc/<pid>/stat` field 22), and a process that merely reuses the number is left alone.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     def write(self, pgid: int) -> None:
-        self.path.write_text(str(pgid), encoding="utf-8")
+        stat = _proc_stat(pgid)
+        start = "" if stat is None else f" {stat[1]}"
+        self.path.write_text(f"{pgid}{start}\n", encoding="utf-8")
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
     def kill_leftover(self) -> int | None:
         """Kill the group a killed engine left running; return its id if there was one."""
-        if not self.path.exists():
-            return None
         try:
-            pgid = int(self.path.read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
-            pgid = 0
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+            written = self.path.stat().st_mtime
+        except OSError:
+            return None
         self.path.unlink(missing_ok=True)
-        if pgid > 1:
+        parts = text.split()
+        try:
+            pgid = int(parts[0])
+            start = int(parts[1]) if len(parts) > 1 else None
+        except (IndexError, ValueError):
+            return None
+        if pgid > 1 and self._still_ours(pgid, start, written):
             _kill_group(pgid, signal.SIGKILL)
             return pgid
         return None
+
+    @staticmethod
+    def _still_ours(pgid: int, start: int | None, written: float) -> bool:
+        """True when the group's leader is the process the record was written for."""
+        stat = _proc_stat(pgid)
+        if stat is None or stat[0] != pgid:
+            return False  # the leader is gone, or the number now names another process
+        if start is not None:
+            return stat[1] == start
+        # A record without a start time (written by 0.1.0): the leader must have started
+        # just before the record was written; a process that reused the number started
+        # after the original had ended, which is after the write.
+        uptime = _uptime()
+        if uptime is None:
+            return False
+        started = time.time() - uptime + _boot_seconds(stat[1])
+        return written - 10.0 <= started <= written + 0.5
 
 
 def run_command(

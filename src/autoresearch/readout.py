@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import stat
+import subprocess
+import sys
 from pathlib import Path
+
+MAX_FILE_BYTES = 16 * 1024 * 1024  # a metric file larger than this is not a metric file
+DEFAULT_BUDGET = 600.0  # seconds a user pattern may take when the caller gives no budget
 
 NUMBER_RE = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w])",
@@ -16,20 +24,60 @@ class MetricParseError(ValueError):
     """The metric output holds no usable number."""
 
 
-def extract_number(text: str, pattern: str | None) -> float:
-    """The number the metric printed: the last match of `pattern`, else the last number."""
+# Runs a user's pattern in its own interpreter: Python's regex engine cannot be stopped
+# from another thread, and a pattern can backtrack for hours. The parent kills it on time.
+_MATCHER = """
+import json, re, sys
+pattern, text = json.loads(sys.stdin.buffer.read())
+last = None
+for last in re.finditer(pattern, text, re.MULTILINE):
+    pass
+sys.stdout.write(json.dumps(None if last is None else [last.group(1)]))
+"""
+
+
+def _last_group(pattern: str, text: str, budget: float) -> list[str | None] | None:
+    """The first group of the pattern's last match ([None] if the group took no part),
+    None without a match; MetricParseError when matching outlasts `budget` seconds."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _MATCHER],
+            input=json.dumps([pattern, text]).encode(),
+            capture_output=True,
+            timeout=max(budget, 1.0),
+        )
+    except subprocess.TimeoutExpired:
+        raise MetricParseError(
+            f"the pattern {pattern!r} was still matching after {max(budget, 1.0):g} s (the "
+            "metric timeout); simplify it, nested repeats like (a+)+ backtrack endlessly"
+        ) from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise MetricParseError(
+            f"the pattern {pattern!r} could not be matched ({detail[-1] if detail else 'failed'})"
+        )
+    found = json.loads(proc.stdout)
+    return None if found is None else [found[0]]
+
+
+def extract_number(text: str, pattern: str | None, budget: float = DEFAULT_BUDGET) -> float:
+    """The number the metric printed: the last match of `pattern`, else the last number.
+
+    A pattern is matched within `budget` seconds (the metric's timeout)."""
     if pattern is not None:
-        matches = list(re.finditer(pattern, text, re.MULTILINE))
-        if not matches:
+        found = _last_group(pattern, text, budget)
+        if found is None:
             raise MetricParseError(f"no line matched the pattern {pattern!r}")
-        raw = matches[-1].group(1)
+        raw = found[0]
         if raw is None:
             raise MetricParseError(f"the pattern {pattern!r} matched but its group is empty")
     else:
-        numbers = NUMBER_RE.findall(text)
-        if not numbers:
+        last = None
+        for match in NUMBER_RE.finditer(text):
+            last = match
+        if last is None:
             raise MetricParseError("printed no number on stdout")
-        raw = numbers[-1]
+        raw = last.group(0)
     return _finite(raw)
 
 
@@ -38,22 +86,52 @@ METRIC_LINE = re.compile(r"^METRIC\s+([\w.\-/]+)\s*=\s*(\S+)\s*$", re.MULTILINE)
 
 def metric_line(text: str, name: str) -> float:
     """The value of the last `METRIC <name>=<value>` line."""
-    found = [value for key, value in METRIC_LINE.findall(text) if key == name]
+    found = [m.group(2) for m in METRIC_LINE.finditer(text) if m.group(1) == name]
     if not found:
-        names = sorted({key for key, _ in METRIC_LINE.findall(text)})
+        names = sorted({m.group(1) for m in METRIC_LINE.finditer(text)})[:10]
         seen = f" (it printed: {', '.join(names)})" if names else ""
         raise MetricParseError(f"printed no 'METRIC {name}=...' line{seen}")
     return _finite(found[-1])
 
 
 def _finite(raw: str) -> float:
+    shown = raw.strip()
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
     try:
         value = float(raw.strip())
     except ValueError:
-        raise MetricParseError(f"printed {raw.strip()!r}, which is not a number") from None
+        raise MetricParseError(f"printed {shown!r}, which is not a number") from None
     if not math.isfinite(value):
-        raise MetricParseError(f"printed {raw.strip()}, which is not a finite number")
+        raise MetricParseError(f"printed {shown}, which is not a finite number")
     return value
+
+
+def read_bounded(path: Path, cap: int = MAX_FILE_BYTES) -> str:
+    """The text of a regular file of at most `cap` bytes; anything else (a device such as
+    /dev/zero behind a symlink, a pipe, a folder, a huge file) is a MetricParseError."""
+    name = path.name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise MetricParseError(f"did not write {name}") from None
+    except OSError as exc:
+        raise MetricParseError(f"wrote {name}, which cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MetricParseError(
+                f"{name} is not a regular file (a device, pipe or folder); the metric file "
+                "must be a file the command writes"
+            )
+        if info.st_size > cap:
+            raise MetricParseError(
+                f"wrote {name} with {info.st_size} bytes, more than a metric file may hold "
+                f"({cap} bytes)"
+            )
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise MetricParseError(f"wrote {name} with more than {cap} bytes")
+    return data.decode("utf-8", errors="replace")
 
 
 def value_at(data: object, key: str) -> object:
@@ -73,16 +151,13 @@ def value_at(data: object, key: str) -> object:
     return node
 
 
-def file_metric(path: Path, key: str | None, pattern: str | None) -> float:
+def file_metric(
+    path: Path, key: str | None, pattern: str | None, budget: float = DEFAULT_BUDGET
+) -> float:
     """A number from a file the metric command wrote: a dotted key, or else its text."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise MetricParseError(f"did not write {path.name}") from None
-    except OSError as exc:
-        raise MetricParseError(f"wrote {path.name}, which cannot be read ({exc})") from None
+    text = read_bounded(path)
     if key is None:
-        return extract_number(text, pattern)
+        return extract_number(text, pattern, budget)
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
@@ -101,21 +176,28 @@ def file_metric(path: Path, key: str | None, pattern: str | None) -> float:
             raise MetricParseError(f"{path.name}: 'key' needs a .json, .yaml or .toml file")
     except MetricParseError:
         raise
+    except RecursionError:
+        raise MetricParseError(f"wrote {path.name}, which nests too deeply to parse") from None
     except Exception as exc:  # any parser's error: the file is malformed
-        raise MetricParseError(f"wrote {path.name}, which cannot be parsed ({exc})") from None
+        detail = " ".join(str(exc).split())[:200]
+        raise MetricParseError(f"wrote {path.name}, which cannot be parsed ({detail})") from None
     value = value_at(data, key)
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise MetricParseError(f"{path.name}: {key} holds {value!r}, not a number")
     return _finite(str(value))
 
 
-def read_metric(spec: object, stdout: str, workspace: Path) -> float:
-    """The number a metric run produced, from wherever the config says to read it."""
+def read_metric(spec: object, stdout: str, workspace: Path, budget: float | None = None) -> float:
+    """The number a metric run produced, from wherever the config says to read it.
+
+    A user pattern gets `budget` seconds, by default the metric's timeout."""
     file = getattr(spec, "file", None)
     name = getattr(spec, "name", None)
     pattern = getattr(spec, "pattern", None)
+    if budget is None:
+        budget = float(getattr(spec, "timeout", DEFAULT_BUDGET))
     if file is not None:
-        return file_metric(workspace / file, getattr(spec, "key", None), pattern)
+        return file_metric(workspace / file, getattr(spec, "key", None), pattern, budget)
     if name is not None:
         return metric_line(stdout, name)
-    return extract_number(stdout, pattern)
+    return extract_number(stdout, pattern, budget)

@@ -45,7 +45,7 @@ def test_the_running_command_is_written_down_and_cleared(tmp_path: Path) -> None
         log_stem=tmp_path / "logs" / "m",
     )
     assert result.ok
-    written, own = seen.read_text().split()
+    written, *_, own = seen.read_text().split()  # the group, the leader's start time, $$
     assert written == own, "the record names the command's process group"
     assert not record.exists()
 
