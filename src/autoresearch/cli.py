@@ -567,14 +567,19 @@ def demo(
     default=1,
     help="Run the metric N times and print its spread.",
 )
+@click.option(
+    "--offline", is_flag=True, help="Do not contact the proposer's endpoint (chat kinds)."
+)
 @json_option
 @handle_errors
-def check(config_path: Path | None, repeat: int, as_json: bool) -> None:
-    """Validate the config and run metric and guard once on the current commit."""
+def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -> None:
+    """Validate the config and the proposer, and run metric and guard once on the current
+    commit."""
     from autoresearch.preflight import run_check
 
     campaign = load_campaign(_root(), config_path)
-    report = run_check(campaign, repeat=repeat)
+    report = run_check(campaign, repeat=repeat, offline=offline)
+    proposer = report.proposer
     if as_json:
         click.echo(
             json.dumps(
@@ -588,23 +593,43 @@ def check(config_path: Path | None, repeat: int, as_json: bool) -> None:
                     if report.guard is None
                     else {"ok": report.guard.ok, "reason": report.guard.reason},
                     "harness": report.harness,
+                    "proposer": None
+                    if proposer is None
+                    else {
+                        "kind": proposer.kind,
+                        "ok": proposer.ok,
+                        "detail": proposer.detail,
+                        "problem": proposer.problem or None,
+                    },
+                    "decision": report.decision,
+                    "isolation": report.isolation,
                 },
                 indent=2,
             )
         )
         sys.exit(0 if report.ok else 1)
     console.print(
-        f"config {campaign.display_path()}: ok (campaign '{campaign.name}', "
+        f"config {escape(campaign.display_path())}: ok (campaign '{escape(campaign.name)}', "
         f"commit {report.commit[:10]})"
     )
+    if proposer is not None:
+        if proposer.ok:
+            console.print(f"proposer: {escape(proposer.detail)}")
+        else:
+            console.print(f"[red]proposer cannot work:[/] {escape(proposer.problem)}")
+    console.print(f"decision: {escape(report.decision)}")
+    console.print(f"isolation: {escape(report.isolation)}")
     if report.harness:
-        console.print("harness: " + ", ".join(report.harness))
+        console.print("harness: " + escape(", ".join(report.harness)))
     for k, m in enumerate(report.metric, 1):
         label = f"metric run {k}" if repeat > 1 else "metric"
         if m.ok:
             console.print(f"{label}: {num(m.value)} ({m.seconds:.2f} s)")
         else:
-            console.print(f"[red]{label} failed:[/] {m.reason}; output in {m.stdout_path}")
+            console.print(
+                f"[red]{label} failed:[/] {escape(m.reason)}; output in "
+                f"{escape(str(m.stdout_path))}"
+            )
     spread = report.spread()
     if repeat > 1 and spread:
         console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
@@ -612,5 +637,5 @@ def check(config_path: Path | None, repeat: int, as_json: bool) -> None:
         if report.guard.ok:
             console.print(f"guard: passed ({report.guard.seconds:.2f} s)")
         else:
-            console.print(f"[red]guard failed:[/] {report.guard.reason}")
+            console.print(f"[red]guard failed:[/] {escape(report.guard.reason)}")
     sys.exit(0 if report.ok else 1)

@@ -6,9 +6,11 @@ import os
 import shutil
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autoresearch.attempt import Status
-from autoresearch.config import Campaign
+from autoresearch.config import Campaign, CampaignConfig
+from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.evaluation import measurement_env
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.executors.base import OK
@@ -17,7 +19,26 @@ from autoresearch.integrity import harness_files
 from autoresearch.judge import Judge
 from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
+from autoresearch.proposers.base import Proposer
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
+
+# Where metric, guard and proposer run. One line, so that a sandbox, when there is one,
+# changes only this.
+# "none": the proposer, metric and guard run as the user, in the campaign's worktree.
+ISOLATION = "none"
+
+
+@dataclass(frozen=True)
+class ProposerCheck:
+    """What `check` found out about the proposer: `detail` when it can work, else `problem`."""
+
+    kind: str
+    detail: str = ""
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
 
 
 @dataclass
@@ -26,10 +47,14 @@ class CheckReport:
     metric: list[Measurement] = field(default_factory=list)
     guard: Measurement | None = None
     harness: list[str] = field(default_factory=list)
+    proposer: ProposerCheck | None = None
+    decision: str = ""
+    isolation: str = ISOLATION
 
     @property
     def ok(self) -> bool:
-        return all(m.ok for m in self.metric) and (self.guard is None or self.guard.ok)
+        measured = all(m.ok for m in self.metric) and (self.guard is None or self.guard.ok)
+        return measured and (self.proposer is None or self.proposer.ok)
 
     def values(self) -> list[float]:
         return [m.value for m in self.metric if m.value is not None]
@@ -47,10 +72,56 @@ class CheckReport:
         }
 
 
-def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
-    """Validate everything that can be validated, then measure HEAD in a scratch worktree."""
+def decision_text(cfg: CampaignConfig) -> str:
+    """The decision rule in force, in the words of the README."""
+    d = cfg.decision
+    delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
+    if d.rule == "strict":
+        return "strict: one run, kept only if better (equal is not better)"
+    if d.rule == "threshold":
+        return f"threshold: one run, kept only if better {delta or 'by more than 0'}"
+    if d.rule == "repeats":
+        extra = f" and {delta}" if delta else ""
+        return f"repeats: {d.repeats} runs, kept only if the mean is better by 2 sigma{extra}"
+    extra = f", {delta}" if delta else ""
+    return (
+        f"sequential: up to {d.max_samples} runs per side, kept only when better at "
+        f"{d.confidence:g} confidence{extra}"
+    )
+
+
+def proposer_check(
+    proposer: Proposer | None, kind: str, workspace: Path, offline: bool
+) -> ProposerCheck:
+    """Ask the proposer whether it can work here (its executable, its endpoint)."""
+    if proposer is None:
+        return ProposerCheck(kind)
+    preflight = getattr(proposer, "preflight", None)
+    if not callable(preflight):
+        return ProposerCheck(kind, detail=kind)
+    try:
+        return ProposerCheck(kind, detail=str(preflight(workspace, offline)))
+    except ConfigError:
+        raise
+    except AutoresearchError as exc:
+        return ProposerCheck(kind, problem=str(exc))
+
+
+def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> CheckReport:
+    """Validate everything that can be validated, then measure HEAD in a scratch worktree.
+
+    A proposer that cannot work (its tool missing, its endpoint not answering) is reported
+    beside the measurement rather than instead of it; a wrong config still stops here."""
     cfg = campaign.config
-    proposer = create_proposer(campaign)
+    kind = cfg.proposer.kind
+    missing: ProposerCheck | None = None
+    proposer: Proposer | None = None
+    try:
+        proposer = create_proposer(campaign)
+    except ConfigError:
+        raise
+    except AutoresearchError as exc:
+        missing = ProposerCheck(kind, problem=str(exc))
     commit = head_of(campaign.root)
     ensure_state_dir(campaign.root)
     scratch = campaign.state_dir / f"check-{os.getpid()}"
@@ -61,8 +132,14 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
         view = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
         view.path = scratch
         view.link_shares()
-        validate_proposer(proposer, scratch)
-        report = CheckReport(commit=commit, harness=harness_files(campaign, scratch))
+        if proposer is not None:
+            validate_proposer(proposer, scratch)
+        report = CheckReport(
+            commit=commit,
+            harness=harness_files(campaign, scratch),
+            proposer=missing or proposer_check(proposer, kind, scratch, offline),
+            decision=decision_text(cfg),
+        )
         executor = LocalExecutor()
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
@@ -97,6 +174,8 @@ def run_check(campaign: Campaign, repeat: int = 1) -> CheckReport:
             )
         return report
     finally:
+        if proposer is not None:
+            proposer.close()
         repo.run("worktree", "remove", "--force", str(scratch), check=False)
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)

@@ -8,6 +8,7 @@ and tokens from its output where the tool reports them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -301,6 +302,7 @@ PRESETS: dict[str, Preset] = {
 class AgentProposer:
     def __init__(self, kind: str, options: AgentOptions, setup: ProposerSetup) -> None:
         self.preset = PRESETS[kind]
+        self.kind = kind
         self.options = options
         self.child = setup.child
         self.hidden = PathMatcher(list(setup.hidden))
@@ -312,6 +314,12 @@ class AgentProposer:
                 f"install it with `{self.preset.install}`, or set proposer.executable."
             )
         self.exe = found
+
+    def preflight(self, workspace: Path, offline: bool) -> str:
+        if not os.access(self.exe, os.X_OK):
+            raise AutoresearchError(f"{self.exe} (the '{self.kind}' proposer) is not executable.")
+        model = f", model {self.options.model}" if self.options.model else ""
+        return f"{self.kind}, runs {self.exe}{model}"
 
     def command(self, files: list[str]) -> str:
         return self.preset.build(self.exe, self.options, files)

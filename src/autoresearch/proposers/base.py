@@ -128,9 +128,10 @@ class Proposer(Protocol):
     """Edits files in `ctx.workspace`; the engine finds out what changed from git.
 
     Optional members, looked up with getattr: `validate(workspace)` checks the settings
-    against the files before the campaign starts; `preflight(offline: bool) -> str` checks
-    what the proposer needs (its executable, its endpoint unless `offline`) for `check`, says
-    in a few words what was found, and raises `AutoresearchError` when it cannot work;
+    against the files before the campaign starts; `preflight(workspace, offline) -> str`
+    checks what the proposer needs (its executable, its endpoint unless `offline`) for
+    `check`, says in a few words what was found, and raises `AutoresearchError` when it
+    cannot work;
     `runs_commands = False` says the proposer writes only through its own code, so the
     user's checkout need not be watched;
     `exhausted() -> bool`, asked before every attempt, says it has nothing left to try (the

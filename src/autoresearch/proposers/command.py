@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from autoresearch.errors import AutoresearchError
 from autoresearch.process import CommandResult, run_command
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
@@ -53,10 +59,62 @@ def description_from(text: str) -> str:
     return clean_text(last_line(text), DESCRIPTION_CHARS)
 
 
+# Words that start a command but are not programs on PATH: nothing to look up.
+SHELL_WORDS = frozenset(
+    {
+        *("cd", "export", "source", ".", "eval", "exec", "if", "for", "while", "until"),
+        *("case", "{", "(", "[", "[[", "test", "true", "false", "set", "unset", "echo"),
+        *("printf", "read", "time", "env", "nice", "timeout", "command", "builtin"),
+    }
+)
+INTERPRETERS = ("bash", "sh", "zsh", "dash", "python", "python3", "node", "ruby", "perl")
+
+
+def executable_problem(command: str, workspace: Path) -> tuple[str, str | None]:
+    """What `command` starts (as `check` reports it), and why it cannot start, if it cannot:
+    its program is not on PATH, or the script an interpreter is given does not exist."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError as exc:
+        return command, f"bash cannot parse it ({exc})"
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # VAR=value prefixes
+    if not words or words[0] in SHELL_WORDS or any(c in words[0] for c in "$`"):
+        return command, None  # starts with shell syntax: not checked
+    program = words[0]
+    if "/" in program:
+        path = Path(program) if Path(program).is_absolute() else workspace / program
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            return program, f"{program} is not an executable file"
+        found = str(path)
+    else:
+        which = shutil.which(program)
+        if which is None:
+            return program, f"{program} is not installed or not on PATH"
+        found = which
+    name = Path(program).name
+    # `bash propose.sh`: the script must exist where the proposer runs. After an option
+    # (`bash -lc '...'`, `python -m pkg`) the next word may be anything: not checked.
+    script = words[1] if len(words) > 1 else ""
+    plain = script and not script.startswith("-") and not any(c in script for c in "$` \n")
+    if name.rstrip("0123456789.") in INTERPRETERS and plain:
+        target = Path(script) if Path(script).is_absolute() else workspace / script
+        if not target.exists():
+            return found, f"{script}, given to {name}, does not exist"
+        return f"{found} {script}", None
+    return found, None
+
+
 class CommandProposer:
     def __init__(self, options: CommandOptions, setup: ProposerSetup) -> None:
         self.options = options
         self.child = setup.child
+
+    def preflight(self, workspace: Path, offline: bool) -> str:
+        found, problem = executable_problem(self.options.command, workspace)
+        if problem:
+            raise AutoresearchError(f"the proposer command cannot start: {problem}.")
+        return f"command, runs {found}"
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         stem = f"{ctx.iteration:04d}-proposer"

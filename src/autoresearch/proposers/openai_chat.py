@@ -38,6 +38,8 @@ from autoresearch.scope import PathMatcher
 CHARS_PER_TOKEN = 4  # a conservative average for code and English
 REPLY_SHARE = 0.25  # of the context budget, kept free for the answer
 IDEAS_KEPT = 12
+PING = "Reply with the word OK."  # what `check` sends to see that the endpoint answers
+PING_TIMEOUT = 30.0
 
 SYSTEM = """\
 You improve a code base one change at a time. An engine measures each change with a fixed
@@ -169,13 +171,24 @@ class ChatProposer:
 
     def __init__(self, options: OpenAIOptions, setup: ProposerSetup) -> None:
         self.options = options
-        key = api_key(options, setup.source, "proposer", setup.environ)
-        self.client = ChatClient(options, key)
+        self.key = api_key(options, setup.source, "proposer", setup.environ)
+        self.client = ChatClient(options, self.key)
         self.scope = PathMatcher(list(setup.scope))
         self.harness = PathMatcher(list(setup.harness))
         # Never shown nor edited: the harness and the judge's rubric.
         self.never = PathMatcher([*setup.harness, *setup.hidden])
         self.ideas_path = setup.state_dir / "ideas.md"
+
+    def preflight(self, workspace: Path, offline: bool) -> str:
+        """One short request: the endpoint answers, the key and the model are accepted."""
+        where = f"openai, model {self.options.model} at {self.options.base_url}"
+        if offline:
+            return f"{where} (not contacted: --offline)"
+        quick = self.options.model_copy(
+            update={"request_timeout": min(self.options.request_timeout, PING_TIMEOUT)}
+        )
+        reply = ChatClient(quick, self.key).complete([{"role": "user", "content": PING}])
+        return f"{where} answered in {reply.seconds:.1f} s"
 
     def _ideas(self) -> list[str]:
         try:

@@ -155,6 +155,12 @@ class OptunaProposer:
                 )
         return grid
 
+    def preflight(self, workspace: Path, offline: bool) -> str:
+        """The sampler and how many points the space has; the study is not opened."""
+        size = self.space().size
+        points = f"{size} points" if size is not None else "a continuous space"
+        return f"optuna, sampler {self.options.sampler} over {points}"
+
     # -- study --------------------------------------------------------------------------
 
     def _sampler(self) -> Any:
