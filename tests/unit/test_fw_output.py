@@ -207,3 +207,31 @@ def test_the_dashboard_closes_an_idle_connection(served: int) -> None:
         began = time.monotonic()
         assert idle.recv(1) == b""  # closed by the server, not by our timeout
         assert time.monotonic() - began < 8
+
+
+def test_the_live_views_first_frame_names_the_campaign_and_the_cap() -> None:
+    from autoresearch.live import LiveView
+
+    console = Console(file=io.StringIO(), width=120, record=True, color_system=None)
+    view = LiveView(console, "toy", "minimize", 20)
+    console.print(view.render())
+    first = console.export_text()
+    assert "toy" in first and "0/20" in first
+
+
+def test_an_internal_error_leaves_its_details_in_the_campaign_folder(
+    tmp_path: Path, invoke: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import autoresearch.cli
+
+    repo = fake_campaign(tmp_path)
+
+    def broken(state_dir: Path) -> dict[str, object]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(autoresearch.cli, "campaign_status", broken)
+    result = invoke(repo, "status")
+    assert result.returncode == 70
+    crashes = list((repo / ".autoresearch/toy").glob("autoresearch-crash-*.txt"))
+    assert len(crashes) == 1 and "RuntimeError: a bug" in crashes[0].read_text()
+    assert str(crashes[0]) in result.stderr.replace("\n", "")
