@@ -44,6 +44,14 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
         raise
 
 
+def encode_line(line: str) -> bytes:
+    """A JSON line as UTF-8. A file name that is not UTF-8 reaches us as lone surrogates
+    (`surrogateescape`), which UTF-8 cannot hold; JSON can, as `\\udcff` escapes, and they
+    read back as the same string. They only occur inside JSON strings, so the escape is
+    always a string escape."""
+    return (line + "\n").encode("utf-8", errors="backslashreplace")
+
+
 def line_hash(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()
 
@@ -127,15 +135,15 @@ class Ledger:
     def _write(self, data: dict[str, Any], record: AttemptRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=False)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        with open(self.path, "ab") as handle:
+            handle.write(encode_line(line))
             handle.flush()
             os.fsync(handle.fileno())
         self._append_tsv(record)
 
     def _append_tsv(self, record: AttemptRecord) -> None:
         new = not self.tsv_path.exists()
-        description = record.description.replace("\t", " ").replace("\n", " ")
+        description = " ".join(record.description.replace("\0", " ").split())
         row = "\t".join(
             [
                 str(record.iteration),
@@ -147,7 +155,7 @@ class Ledger:
             ]
         )
         # results.tsv is derived from the ledger (which is fsynced): flushing suffices.
-        with open(self.tsv_path, "a", encoding="utf-8") as handle:
+        with open(self.tsv_path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             if new:
                 handle.write(TSV_HEADER)
             handle.write(row + "\n")

@@ -116,7 +116,7 @@ def read_bounded(path: Path, cap: int = MAX_FILE_BYTES) -> str:
         raise MetricParseError(f"did not write {name}") from None
     except OSError as exc:
         raise MetricParseError(f"wrote {name}, which cannot be read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise MetricParseError(
@@ -128,7 +128,17 @@ def read_bounded(path: Path, cap: int = MAX_FILE_BYTES) -> str:
                 f"wrote {name} with {info.st_size} bytes, more than a metric file may hold "
                 f"({cap} bytes)"
             )
-        data = handle.read(cap + 1)
+        chunks = []
+        size = 0
+        while size <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
     if len(data) > cap:
         raise MetricParseError(f"wrote {name} with more than {cap} bytes")
     return data.decode("utf-8", errors="replace")

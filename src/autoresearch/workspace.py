@@ -64,6 +64,13 @@ def _split_nul(raw: bytes) -> list[str]:
     return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
 
 
+def _message_bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name produced
+        return text.encode("utf-8", "backslashreplace")
+
+
 class Workspace:
     def __init__(self, root: Path, name: str, state_dir: Path, share: list[str]) -> None:
         self.root = root
@@ -301,8 +308,11 @@ class Workspace:
             )
 
     def commit(self, candidate: Candidate, parent: str, message: str, iteration: int) -> str:
+        # The message comes from the proposer: passed on stdin, since an argument cannot
+        # hold a NUL byte, and a path that is not UTF-8 goes back to its own bytes.
+        text = _message_bytes(message.replace("\0", " "))
         commit = self.git.run(
-            "commit-tree", candidate.tree, "-p", parent, "-m", message, extra_env=IDENTITY
+            "commit-tree", candidate.tree, "-p", parent, "-F", "-", input=text, extra_env=IDENTITY
         ).strip()
         self.git.run("update-ref", self.attempt_ref(iteration), commit)
         return commit
