@@ -221,7 +221,9 @@ def init(force: bool) -> None:
         raise ConfigError(f"{CONFIG_FILE} already exists; edit it, or pass --force to replace it.")
     target.write_text(render_init(root), encoding="utf-8")
     console.print(
-        f"wrote {target}; edit scope, metric and proposer, then run `autoresearch check`."
+        f"wrote {escape(str(target))}; edit goal, scope, metric and proposer, run "
+        "`autoresearch check`, and commit it: a campaign starts from your last commit but "
+        "reads this file as it is on disk."
     )
 
 

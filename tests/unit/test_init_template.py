@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -19,7 +20,12 @@ def test_init_writes_a_valid_commented_config(tmp_path: Path, invoke: Runner) ->
     assert data["scope"] == ["train.py"] and data["harness"] == ["bench.py"]
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "config")
-    check = invoke(repo, "check")
+    # `check` also checks the proposer's executable: a stand-in for the agent CLI.
+    agent = tmp_path / "bin" / data["proposer"]["kind"]
+    agent.parent.mkdir()
+    agent.write_text("#!/bin/bash\n")
+    agent.chmod(0o755)
+    check = invoke(repo, "check", env={"PATH": f"{agent.parent}:{os.environ['PATH']}"})
     assert check.returncode == 0, check.stdout + check.stderr
     again = invoke(repo, "init")
     assert again.returncode == 2 and "--force" in again.stderr
