@@ -43,8 +43,8 @@ from decisions import (
 class Replica:
     """model.py, metric.py and the worktree of one simulated campaign, in memory.
 
-    It is the `Executor` (every run is metric.py's `measurement`) and the part of the
-    `Workspace` the evaluator uses (showing the incumbent's files, settling back)."""
+    It is the `Executor` (every run is metric.py's `measurement`) and the measurement
+    tree (showing the incumbent's or the candidate's files)."""
 
     path = Path(".")
 
@@ -55,10 +55,11 @@ class Replica:
         self.showing_incumbent = False
 
     def settle(self) -> None:
-        self.showing_incumbent = False
+        pass
 
-    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
-        self.showing_incumbent = True
+    def show(self, commit: str) -> None:
+        candidate = self.candidate
+        self.showing_incumbent = candidate is None or commit != f"c{candidate[0]}"
 
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
@@ -94,6 +95,7 @@ def run_campaign(
         _Unchanged(),  # type: ignore[arg-type]
         nowhere,
         lambda *args, **kwargs: None,
+        tree=replica,
     )
     incumbent = "c0"
     runs = evaluator.baseline(incumbent).runs

@@ -235,7 +235,7 @@ class Engine:
                 f"{self.logs.relative_to(self.campaign.root)}/ and fix the metric command "
                 "(try `autoresearch check`)."
             )
-        guard = self.evaluator.run_guard(0)
+        guard = self.evaluator.run_guard(0, self.incumbent.commit)
         if guard.failure:
             return (
                 f"the guard fails on the unchanged code ({guard.reason}); fix the code or the "
@@ -325,17 +325,15 @@ class Engine:
     def _measure(self, iteration: int, collected: Collected) -> Judged:
         """Measure against the incumbent until the rule decides; the guard only for a keep."""
         assert collected.commit is not None
-        candidate = collected.candidate
-        self.workspace.drop_paths(candidate.ignored)
         measured = self.evaluator.evaluate(
-            iteration, candidate, collected.commit, self.incumbent.commit
+            iteration, collected.candidate, collected.commit, self.incumbent.commit
         )
         if measured.failure:
             return Judged(Status(measured.failure), measured.reason, measured)
         verdict = measured.reason or None  # the rule's statistic and threshold
         if measured.verdict is not Verdict.KEEP:
             return Judged(Status.DISCARD, verdict, measured)
-        guard = self.evaluator.run_guard(iteration)
+        guard = self.evaluator.run_guard(iteration, collected.commit)
         if guard.failure:
             tampered = guard.failure == Status.TAMPERED
             status = Status.TAMPERED if tampered else Status.GUARD_FAILED

@@ -20,6 +20,7 @@ from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate, expla
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
+from autoresearch.measure_tree import MeasureTree, Tree
 from autoresearch.process import Limits
 from autoresearch.summary import sample_groups
 from autoresearch.workspace import Candidate, Workspace
@@ -92,6 +93,8 @@ class Evaluator:
         fingerprint: Fingerprint,
         logs: Path,
         phase: Phase,
+        *,
+        tree: Tree | None = None,
     ) -> None:
         cfg = campaign.config
         self.campaign = campaign
@@ -100,6 +103,11 @@ class Evaluator:
             raise ValueError("the campaign's metric has no direction")
         self.direction: str = cfg.metric.direction
         self.workspace = workspace
+        # Measurements run in a folder of the engine's own that holds exactly the commit
+        # being measured, never in the proposer's workspace.
+        self.tree: Tree = tree or MeasureTree(
+            campaign.root, workspace.state_dir / "measure", list(cfg.share), workspace.exclude_file
+        )
         self.executor = executor
         self.fingerprint = fingerprint
         self.logs = logs
@@ -163,26 +171,38 @@ class Evaluator:
     def env(self, iteration: int) -> dict[str, str]:
         env = measurement_env(self.campaign.config.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = str(iteration)
-        env["AUTORESEARCH_WORKSPACE"] = str(self.workspace.path)
+        env["AUTORESEARCH_WORKSPACE"] = str(self.tree.path)
         env["AUTORESEARCH_CAMPAIGN"] = self.campaign.name
         return env
 
     # -- single runs --------------------------------------------------------------------
 
-    def _run(self, spec: CommandSpec, iteration: int, stem: str, out: Evaluation) -> float | None:
-        """One run in the worktree as it is; None (and `out.failure`) when it fails."""
-        tampered = self.fingerprint.changed(self.campaign, self.workspace.path)
+    def _run(
+        self, spec: CommandSpec, commit: str, iteration: int, stem: str, out: Evaluation
+    ) -> float | None:
+        """One run on `commit`; None (and `out.failure`) when it fails.
+
+        The harness is verified before and after the run: a judge edited while it ran is
+        caught, not silently restored with the rest of what the run wrote.
+        """
+        self.tree.show(commit)
+        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
         if tampered:
             out.failure, out.reason = Status.TAMPERED, f"{tampered} changed during the campaign"
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
         result = self.executor.run(
-            spec, workspace=self.workspace.path, env=self.env(iteration), log_stem=self.logs / stem
+            spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
         )
         out.seconds += result.seconds
         out.runs += 1
-        self.workspace.settle()
+        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
+        self.tree.settle()
+        if tampered:
+            out.failure = Status.TAMPERED
+            out.reason = f"{tampered} changed while the {'metric' if spec.parse else 'guard'} ran"
+            return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
             out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
@@ -193,7 +213,7 @@ class Evaluator:
 
     def _judge(self, stem: str, out: Evaluation) -> float | None:
         assert self.judge is not None
-        verdict = self.judge.score(self.workspace.path, self.logs / stem)
+        verdict = self.judge.score(self.tree.path, self.logs / stem)
         out.seconds += verdict.seconds
         out.runs += 1
         out.cost_usd += verdict.cost_usd
@@ -211,7 +231,7 @@ class Evaluator:
         count = self.rule.baseline_samples
         for k in range(count):
             self.phase("measuring", 0, sample=k + 1, samples=count)
-            value = self._run(self.metric, 0, f"0000-metric-{k + 1}", out)
+            value = self._run(self.metric, commit, 0, f"0000-metric-{k + 1}", out)
             if value is None:
                 return out
             out.samples.append(value)
@@ -232,8 +252,8 @@ class Evaluator:
                 self.phase(
                     "measuring", iteration, sample=k, samples=self.rule.cap, side="incumbent"
                 )
-                self.workspace.show_incumbent(candidate, incumbent)
-                value = self._run(self.metric, iteration, f"{iteration:04d}-incumbent-{k}", out)
+                stem = f"{iteration:04d}-incumbent-{k}"
+                value = self._run(self.metric, incumbent, iteration, stem, out)
                 if value is None:
                     out.reason = f"re-measuring the incumbent: {out.reason}"
                     return out
@@ -242,7 +262,8 @@ class Evaluator:
             else:
                 k = len(out.samples) + 1
                 self.phase("measuring", iteration, sample=k, samples=self.rule.cap)
-                value = self._run(self.metric, iteration, f"{iteration:04d}-metric-{k}", out)
+                stem = f"{iteration:04d}-metric-{k}"
+                value = self._run(self.metric, commit, iteration, stem, out)
                 if value is None:
                     return out
                 out.samples.append(value)
@@ -252,11 +273,12 @@ class Evaluator:
         self.groups[commit] = list(out.samples)
         return out
 
-    def run_guard(self, iteration: int) -> Evaluation:
+    def run_guard(self, iteration: int, commit: str) -> Evaluation:
+        """Run the guard on `commit`."""
         out = Evaluation()
         if self.guard is not None:
             self.phase("guard", iteration)
-            self._run(self.guard, iteration, f"{iteration:04d}-guard", out)
+            self._run(self.guard, commit, iteration, f"{iteration:04d}-guard", out)
         return out
 
     def kept(self, commit: str) -> None:

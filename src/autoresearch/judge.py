@@ -9,6 +9,7 @@ the measurement fail (a `crash`), it is never guessed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import time
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.config import Campaign, JudgeConfig
-from autoresearch.gitcmd import workspace_files
 from autoresearch.llm import ChatClient, LLMError, api_key
 from autoresearch.scope import PathMatcher
 
@@ -74,7 +74,7 @@ class Judge:
         self.files = PathMatcher(config.files)
 
     def _material(self, workspace: Path) -> str:
-        names = workspace_files(workspace)
+        names = _files_under(workspace)
         parts = []
         for name in names:
             if not self.files.matches(name):
@@ -116,3 +116,15 @@ class Judge:
         if scores:
             verdict.score = statistics.median(scores)
         return verdict
+
+
+def _files_under(folder: Path) -> list[str]:
+    """Every file below `folder` as a relative path, sorted; `.git` and links to folders are
+    not entered. The judge reads what the measured commit holds, which need not be a git
+    work tree."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        base = Path(top).relative_to(folder)
+        found += [(base / name).as_posix() for name in files]
+    return sorted(found)

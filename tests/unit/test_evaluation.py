@@ -28,20 +28,21 @@ command = "true"
 
 
 class Stage:
-    """Executor and worktree at once: each run prints the next number of the version shown."""
+    """Executor and measurement tree at once: each run prints the next number of the
+    commit shown."""
 
     path = Path(".")
 
     def __init__(self, values: dict[str, list[float | None]]) -> None:
         self.values = values
-        self.showing = "candidate"
+        self.showing = ""
         self.runs: list[str] = []
 
-    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
-        self.showing = "incumbent"
+    def show(self, commit: str) -> None:
+        self.showing = commit
 
     def settle(self) -> None:
-        self.showing = "candidate"
+        pass
 
     def run(self, spec: CommandSpec, **_: Any) -> Measurement:
         self.runs.append(self.showing)
@@ -66,17 +67,18 @@ def evaluator(stage: Stage, phases: list[tuple[Any, ...]]) -> Evaluator:
         Unchanged(),  # type: ignore[arg-type]
         nowhere,
         lambda *args, **kwargs: phases.append((*args, kwargs)),
+        tree=stage,
     )
 
 
 def test_a_kept_incumbent_is_remeasured_first_and_a_clear_gain_kept() -> None:
-    stage = Stage({"candidate": [10.0, 10.1, 9.9, 10.0, 5.0], "incumbent": [10.0]})
+    stage = Stage({"b": [10.0, 10.1, 9.9, 10.0, 10.0], "c": [5.0]})
     phases: list[tuple[Any, ...]] = []
     ev = evaluator(stage, phases)
     assert ev.baseline("b").samples == [10.0, 10.1, 9.9, 10.0]
     ev.kept("b")  # as if b had been selected: its own samples do not count as reference
     out = ev.evaluate(1, Candidate(tree=""), "c", "b")
-    assert stage.runs[4:] == ["incumbent", "candidate"]
+    assert stage.runs[4:] == ["b", "c"]
     assert out.verdict is Verdict.KEEP and out.samples == [5.0] and out.runs == 2
     assert out.incumbent_samples == [10.0] and out.failure is None
     assert phases[4:] == [
@@ -86,7 +88,7 @@ def test_a_kept_incumbent_is_remeasured_first_and_a_clear_gain_kept() -> None:
 
 
 def test_a_failed_run_is_a_status() -> None:
-    stage = Stage({"candidate": [10.0, 10.1, 9.9, 10.0, None], "incumbent": [None]})
+    stage = Stage({"b": [10.0, 10.1, 9.9, 10.0, None], "c": [None]})
     ev = evaluator(stage, [])
     ev.baseline("b")
     out = ev.evaluate(1, Candidate(tree=""), "c", "b")

@@ -1,0 +1,126 @@
+"""The measurement directory: an engine-owned folder holding exactly one commit's tree.
+
+Metric, guard and judge run here, never in the proposer's workspace, so what they see is
+the commit and nothing else: no index flags, no files the commit does not contain, no
+leftovers of an earlier run. It is written through a git directory of the engine's own
+that borrows the repository's objects (`objects/info/alternates`) and nothing else: no
+config, so no clean/smudge filter or hook that anyone planted in the repository applies.
+The folder is moved from commit to commit by the paths that differ (`git read-tree -m -u`),
+so a measurement costs work in proportion to the change, not to the repository. Whatever a
+run writes is thrown away before the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Protocol
+
+from autoresearch.errors import GitError
+from autoresearch.gitcmd import Git
+
+GIT_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "gc.auto=0",
+    "advice.detachedHead=false",
+)
+
+
+class Tree(Protocol):
+    """Where measurements run: a folder that shows one commit at a time."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def show(self, commit: str) -> None: ...
+
+    def settle(self) -> None: ...
+
+
+class MeasureTree:
+    def __init__(self, root: Path, path: Path, share: list[str], exclude_file: Path) -> None:
+        self.root = root
+        self.path = path
+        self.gitdir = path.with_name(path.name + ".git")
+        self.share = [s.strip().rstrip("/") for s in share]
+        self.exclude_file = exclude_file
+        self.current: str | None = None
+        self._git: Git | None = None
+        self._common: str | None = None
+
+    @property
+    def git(self) -> Git:
+        if self._git is None:
+            self._make_gitdir()
+            config = [*GIT_CONFIG, f"core.excludesFile={self.exclude_file}"]
+            self._git = Git(self.path.parent, config=config)
+        return self._git
+
+    def _make_gitdir(self) -> None:
+        """A git directory holding only a pointer to the repository's objects."""
+        objects = Git(self.root).run("rev-parse", "--git-path", "objects").strip()
+        source = (self.root / objects).resolve()
+        gitdir = self.gitdir
+        if gitdir.is_symlink() or gitdir.is_file():
+            gitdir.unlink()
+        elif gitdir.exists():
+            shutil.rmtree(gitdir)
+        (gitdir / "objects" / "info").mkdir(parents=True)
+        (gitdir / "refs").mkdir()
+        (gitdir / "objects" / "info" / "alternates").write_text(f"{source}\n", encoding="utf-8")
+        (gitdir / "HEAD").write_text("ref: refs/heads/measure\n", encoding="utf-8")
+        (gitdir / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+        self.current = None
+
+    def _run(self, *args: str) -> str:
+        git = self.git
+        # No user or system configuration either: only the engine's settings apply.
+        env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+        return git.run(f"--git-dir={self.gitdir}", f"--work-tree={self.path}", *args, extra_env=env)
+
+    def show(self, commit: str) -> None:
+        """Make the folder exactly `commit`'s tree (plus the shared paths' links)."""
+        if self.current == commit and self.path.is_dir():
+            return
+        index = self.gitdir / "index"
+        if self.current is None or not index.is_file() or not self.path.is_dir():
+            self._rebuild(commit)
+        else:
+            try:
+                self._run("read-tree", "-m", "-u", self.current, commit)
+            except GitError:
+                self._rebuild(commit)
+        self.current = commit
+        self._link_shares()
+
+    def settle(self) -> None:
+        """Undo what a run wrote: tracked files back to the commit, everything else gone."""
+        if self.current is None:
+            return
+        self._run("read-tree", "--reset", "-u", self.current)
+        args = ["clean", "-ffdxq"]
+        for item in self.share:
+            args += ["-e", f"/{item}"]
+        self._run(*args)
+        self._link_shares()
+
+    def _rebuild(self, commit: str) -> None:
+        if self.path.is_symlink() or self.path.is_file():
+            self.path.unlink()
+        elif self.path.exists():
+            shutil.rmtree(self.path)
+        (self.gitdir / "index").unlink(missing_ok=True)
+        self.path.mkdir(parents=True)
+        self._run("read-tree", "--reset", "-u", commit)
+
+    def _link_shares(self) -> None:
+        for item in self.share:
+            source = self.root / item
+            target = self.path / item
+            if not source.exists() or os.path.lexists(target):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)

@@ -1,0 +1,153 @@
+"""What is measured is exactly the commit: attacks on the measurement, each asserting the
+number that counts (never the mechanism)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autoresearch.attempt import Status
+from autoresearch.config import load_campaign
+from autoresearch.engine import Engine
+from autoresearch.ledger import Ledger
+from autoresearch.measure_tree import MeasureTree
+from autoresearch.proposers.base import Proposal
+from autoresearch.testing.repo import git, make_repo
+from campaigns import campaign_toml
+from unit.memory import ScriptedProposer
+
+BENCH = 'import calc\nprint(f"score: {abs(calc.N - 3)}")\n'
+
+
+def repo_with(tmp_path: Path, **overrides: object) -> Path:
+    config = campaign_toml(guard=None, **{"metric.target": None, **overrides})  # type: ignore[arg-type]
+    return make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 10\n",
+            "other.py": "x = 1\n",
+            "bench.py": BENCH,
+            "autoresearch.toml": config,
+        },
+    )
+
+
+def run(repo: Path, *edits: object, iterations: int = 1) -> list:
+    proposer = ScriptedProposer(*edits)  # type: ignore[arg-type]
+    Engine(load_campaign(repo), proposer=proposer, max_iterations=iterations).run()  # type: ignore[arg-type]
+    return Ledger(repo / ".autoresearch" / "toy").read()
+
+
+def touch_other(workspace: Path) -> None:
+    (workspace / "other.py").write_text("x = 2\n")
+
+
+def test_a_skip_worktree_file_is_measured_as_committed(tmp_path: Path) -> None:
+    def cheat(workspace: Path) -> Proposal:
+        (workspace / "calc.py").write_text("N = 3\n")  # would score 0
+        git(workspace, "update-index", "--skip-worktree", "calc.py")
+        touch_other(workspace)
+        return Proposal(description="cheat with skip-worktree")
+
+    repo = repo_with(tmp_path, scope=["calc.py", "other.py"])
+    record = run(repo, cheat)[-1]
+    assert record.metric == 7  # what the committed calc.py gives
+    assert git(repo, "show", f"{record.commit}:calc.py") == "N = 10\n"
+    assert record.status is Status.DISCARD
+
+
+def test_an_assume_unchanged_file_is_measured_as_committed(tmp_path: Path) -> None:
+    def cheat(workspace: Path) -> Proposal:
+        git(workspace, "update-index", "--assume-unchanged", "calc.py")
+        (workspace / "calc.py").write_text("N = 3\n")
+        touch_other(workspace)
+        return Proposal(description="cheat with assume-unchanged")
+
+    repo = repo_with(tmp_path, scope=["calc.py", "other.py"])
+    record = run(repo, cheat)[-1]
+    assert record.metric == 7 and record.status is Status.DISCARD
+
+
+def test_a_smudge_filter_planted_in_the_repository_does_not_touch_the_measurement(
+    tmp_path: Path,
+) -> None:
+    def cheat(workspace: Path) -> Proposal:
+        git(workspace, "config", "filter.cheat.smudge", "sed s/10/3/")
+        (workspace / ".gitattributes").write_text("calc.py filter=cheat\n")
+        touch_other(workspace)
+        return Proposal(description="cheat with a smudge filter")
+
+    repo = repo_with(tmp_path, scope=["calc.py", "other.py", ".gitattributes"])
+    record = run(repo, cheat)[-1]
+    assert record.metric == 7 and record.status is Status.DISCARD
+
+
+def test_an_ignored_file_the_proposer_planted_is_not_seen(tmp_path: Path) -> None:
+    def cheat(workspace: Path) -> Proposal:
+        (workspace / ".gitignore").write_text("calc_override.py\n")
+        (workspace / "calc_override.py").write_text("N = 3\n")
+        (workspace / "calc.py").write_text(
+            "try:\n    from calc_override import N\nexcept ImportError:\n    N = 10\n"
+        )
+        return Proposal(description="read an ignored file")
+
+    repo = repo_with(tmp_path, scope=["calc.py", ".gitignore"])
+    record = run(repo, cheat)[-1]
+    assert record.metric == 7 and record.status is Status.DISCARD
+
+
+def test_what_a_run_writes_is_never_seen_by_the_next(tmp_path: Path) -> None:
+    # The candidate caches a "result" on its first run; the next runs must not find it.
+    cached = (
+        "import os\nif os.path.exists('cache.txt'):\n    N = 3\nelse:\n"
+        "    open('cache.txt', 'w').write('x')\n    N = 12\n"
+    )
+
+    def cache(workspace: Path) -> Proposal:
+        (workspace / "calc.py").write_text(cached)
+        return Proposal(description="cache the result")
+
+    repo = repo_with(tmp_path, **{"decision.rule": "repeats", "decision.repeats": 3})
+    record = run(repo, cache)[-1]
+    assert record.samples == (9.0, 9.0, 9.0) and record.status is Status.DISCARD
+
+
+def test_the_judge_edited_while_the_metric_runs_is_tampered(tmp_path: Path) -> None:
+    rewrite = (
+        "N = 10\nimport pathlib\npathlib.Path('bench.py').write_text('print(\"score: 0\")\\n')\n"
+    )
+
+    def tamper(workspace: Path) -> Proposal:
+        (workspace / "calc.py").write_text(rewrite)
+        return Proposal(description="rewrite the judge while it runs")
+
+    repo = repo_with(tmp_path)
+    records = run(repo, tamper, iterations=3)
+    assert records[-1].status is Status.TAMPERED and len(records) == 2
+    assert "bench.py changed while the metric ran" in (records[-1].reason or "")
+    assert git(repo, "rev-parse", "autoresearch/toy") == git(repo, "rev-parse", "HEAD")
+
+
+def test_the_tree_moves_by_changed_paths_and_rebuilds_when_damaged(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"a.txt": "1\n", "b/c.txt": "2\n"})
+    first = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "b" / "c.txt").unlink()
+    git(repo, "commit", "-qam", "second")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    exclude = tmp_path / "exclude"
+    exclude.write_text("")
+    tree = MeasureTree(repo, tmp_path / "state" / "measure", [], exclude)
+    tree.show(first)
+    assert (tree.path / "b" / "c.txt").read_text() == "2\n"
+    untouched = (tree.path / "b" / "c.txt").stat().st_ino
+    (tree.path / "junk").write_text("left by a run")
+    (tree.path / "a.txt").write_text("edited by a run")
+    tree.settle()
+    assert not (tree.path / "junk").exists() and (tree.path / "a.txt").read_text() == "1\n"
+    assert (tree.path / "b" / "c.txt").stat().st_ino == untouched
+    tree.show(second)
+    assert (tree.path / "a.txt").read_text() == "changed\n"
+    assert not (tree.path / "b" / "c.txt").exists()
+    (tree.gitdir / "index").unlink()  # damaged: rebuilt from scratch
+    tree.show(first)
+    assert (tree.path / "a.txt").read_text() == "1\n" and (tree.path / "b" / "c.txt").exists()
