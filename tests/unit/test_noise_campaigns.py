@@ -74,9 +74,9 @@ def noisy_repo(tmp_path: Path, rule: str, max_iterations: int = 4) -> tuple[Path
     return repo, order
 
 
-def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, cli: Runner) -> None:
+def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, invoke: Runner) -> None:
     repo, order = noisy_repo(tmp_path, "sequential")
-    result = cli(repo, "run")
+    result = invoke(repo, "run")
     assert result.returncode == 0, result.stderr
     records = ledger(repo, "n")
     assert len(records[0]["samples"]) == 4 and records[0]["metric_runs"] == 4
@@ -99,34 +99,34 @@ def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, cli: Run
     assert keep["incumbent_samples"], "a keep needs a fresh sample of the incumbent"
     worse = records[3]
     assert worse["metric_runs"] == 1, "a clearly worse candidate is dropped after one run"
-    status = json.loads(cli(repo, "status", "--json").stdout)
+    status = json.loads(invoke(repo, "status", "--json").stdout)
     assert status["noise"] is not None and 0.05 < status["noise"] < 1.0
     assert status["confidence"] is not None and status["confidence"] > 0.99
-    text = cli(repo, "status").stdout
+    text = invoke(repo, "status").stdout
     assert "noise: sigma" in text and "confidence" in text
 
 
-def test_repeats_measures_everything_n_times(tmp_path: Path, cli: Runner) -> None:
+def test_repeats_measures_everything_n_times(tmp_path: Path, invoke: Runner) -> None:
     repo, _ = noisy_repo(tmp_path, "repeats", max_iterations=3)
-    assert cli(repo, "run").returncode == 0
+    assert invoke(repo, "run").returncode == 0
     records = ledger(repo, "n")
     assert [len(r["samples"]) for r in records] == [3, 3, 3, 3]
     assert [r["metric_runs"] for r in records] == [3, 3, 3, 3]
     assert [r["status"] for r in records] == ["baseline", "keep", "discard", "discard"]
 
 
-def test_sequential_resumes_with_its_noise_history(tmp_path: Path, cli: Runner) -> None:
+def test_sequential_resumes_with_its_noise_history(tmp_path: Path, invoke: Runner) -> None:
     repo, _ = noisy_repo(tmp_path, "sequential", max_iterations=2)
-    assert cli(repo, "run").returncode == 0
-    assert cli(repo, "run", "--max-iterations", "4").returncode == 0
+    assert invoke(repo, "run").returncode == 0
+    assert invoke(repo, "run", "--max-iterations", "4").returncode == 0
     records = ledger(repo, "n")
     assert [r["iteration"] for r in records] == [0, 1, 2, 3, 4]
     assert records[3]["status"] == "discard"
 
 
-def test_strict_status_has_no_noise(toy: Path, cli: Runner) -> None:
-    assert cli(toy, "run", "--max-iterations", "1").returncode == 0
-    status = json.loads(cli(toy, "status", "--json").stdout)
+def test_strict_status_has_no_noise(toy: Path, invoke: Runner) -> None:
+    assert invoke(toy, "run", "--max-iterations", "1").returncode == 0
+    status = json.loads(invoke(toy, "status", "--json").stdout)
     assert status["noise"] is None and status["confidence"] is None
 
 
@@ -174,7 +174,7 @@ command = "sed -i 's/^N = .*/N = 2/' calc.py"
         ),
     ],
 )
-def test_metric_sources(tmp_path: Path, cli: Runner, metric: str, bench: str) -> None:
+def test_metric_sources(tmp_path: Path, invoke: Runner, metric: str, bench: str) -> None:
     repo = make_repo(
         tmp_path / "r",
         {
@@ -183,7 +183,7 @@ def test_metric_sources(tmp_path: Path, cli: Runner, metric: str, bench: str) ->
             "autoresearch.toml": SOURCE_CONFIG.format(metric=metric),
         },
     )
-    result = cli(repo, "run")
+    result = invoke(repo, "run")
     assert result.returncode == 0, result.stdout + result.stderr
     assert [r["metric"] for r in ledger(repo, "m")] == [5, 2]
     # The metric's output file never counts as a change, nor leaks into the next run.
@@ -209,7 +209,7 @@ def test_metric_sources(tmp_path: Path, cli: Runner, metric: str, bench: str) ->
     ],
 )
 def test_metric_source_failures_name_the_problem(
-    tmp_path: Path, cli: Runner, metric: str, bench: str, reason: str
+    tmp_path: Path, invoke: Runner, metric: str, bench: str, reason: str
 ) -> None:
     repo = make_repo(
         tmp_path / "r",
@@ -219,7 +219,7 @@ def test_metric_source_failures_name_the_problem(
             "autoresearch.toml": SOURCE_CONFIG.format(metric=metric),
         },
     )
-    result = cli(repo, "check")
+    result = invoke(repo, "check")
     assert result.returncode == 1
     assert reason in result.stdout, result.stdout
 
@@ -232,7 +232,9 @@ def test_metric_source_failures_name_the_problem(
         ('file = "../x.json"', "inside the workspace"),
     ],
 )
-def test_metric_source_config_errors(tmp_path: Path, cli: Runner, metric: str, needle: str) -> None:
+def test_metric_source_config_errors(
+    tmp_path: Path, invoke: Runner, metric: str, needle: str
+) -> None:
     repo = make_repo(
         tmp_path / "r",
         {
@@ -241,11 +243,11 @@ def test_metric_source_config_errors(tmp_path: Path, cli: Runner, metric: str, n
             "autoresearch.toml": SOURCE_CONFIG.format(metric=metric),
         },
     )
-    result = cli(repo, "run")
+    result = invoke(repo, "run")
     assert result.returncode == 2 and needle in result.stderr
 
 
-def test_decision_config_errors(tmp_path: Path, cli: Runner) -> None:
+def test_decision_config_errors(tmp_path: Path, invoke: Runner) -> None:
     for bad, needle in (
         ('rule = "vibes"', "decision.rule"),
         ("confidence = 1.5", "confidence"),
@@ -258,7 +260,7 @@ def test_decision_config_errors(tmp_path: Path, cli: Runner) -> None:
             tmp_path / bad.split()[0],
             {"calc.py": "N = 5\n", "bench.py": "print(1)\n", "autoresearch.toml": text},
         )
-        result = cli(repo, "run")
+        result = invoke(repo, "run")
         assert result.returncode == 2 and needle in result.stderr, (bad, result.stderr)
 
 
