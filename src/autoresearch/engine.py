@@ -21,7 +21,7 @@ from autoresearch.decide import Verdict
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
-from autoresearch.integrity import Fingerprint, harness_files
+from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import Lifecycle
 from autoresearch.prompt import proposal_context
@@ -37,15 +37,15 @@ from autoresearch.recording import (
     describe,
     in_flight_record,
 )
-from autoresearch.scope import PathMatcher
-from autoresearch.screening import Rules, Screened, screen
+from autoresearch.screening import Screened, screen
 from autoresearch.startup import (
     LOST_REASON,
-    check_same_judge,
     dirty_checkout_warning,
+    fix_judge,
     lost_attempt,
     mark_running,
     start_commit,
+    to_measure,
     utc_now,
 )
 from autoresearch.stopping import StopRules, stop_reason
@@ -163,7 +163,6 @@ class Engine:
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
-        cfg, escapes = self.cfg, self.workspace.escapes
         mark_running(self.state, self.campaign, self.max_iterations)
         repaired = self.ledger.repair()
         if repaired:
@@ -177,12 +176,8 @@ class Engine:
             self.warn(dirty)
         self.workspace.ensure(start)
         validate_proposer(self.proposer, self.workspace.path)
-        paths = harness_files(self.campaign, self.workspace.path)
-        self.fingerprint = Fingerprint.take(self.campaign, self.workspace.path, paths)
-        self.rules = Rules(
-            PathMatcher(cfg.scope), PathMatcher(cfg.harness), self.fingerprint.files, escapes
-        )
-        check_same_judge(self.campaign, self.state, self.fingerprint.to_json(), bool(self.records))
+        resumed = bool(self.records)
+        self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)
         best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
         self.evaluator = Evaluator(
@@ -192,15 +187,10 @@ class Engine:
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
-            # A candidate a paid proposer made is measured, not thrown away with the engine.
-            if lost.commit and lost.cost and self.workspace.repo.rev(lost.commit):
-                self.pending = lost
+            self.pending = lost if to_measure(lost, self.workspace) else None
         self.state.update(in_flight=None, in_flight_record=None)
-        self.on_event(
-            Started(
-                self.summary(), self.max_iterations, str(self.workspace.path), bool(self.records)
-            )
-        )
+        where = str(self.workspace.path)
+        self.on_event(Started(self.summary(), self.max_iterations, where, resumed))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())

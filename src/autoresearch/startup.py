@@ -12,8 +12,10 @@ from filelock import FileLock, Timeout
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import CampaignLocked, ConfigError, GitError
-from autoresearch.integrity import measurement_changes
+from autoresearch.integrity import Fingerprint, harness_files, measurement_changes
 from autoresearch.ledger import Ledger, StateFile
+from autoresearch.scope import PathMatcher
+from autoresearch.screening import Rules
 from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace, checkout_state, head_of
 
@@ -138,3 +140,36 @@ def dirty_checkout_warning(campaign: Campaign) -> str | None:
         f"your checkout has uncommitted changes ({', '.join(dirty[:3])}{more}); they are not "
         "part of the campaign, which starts from HEAD"
     )
+
+
+def fix_judge(
+    campaign: Campaign, workspace: Workspace, state: StateFile, resumed: bool
+) -> tuple[Fingerprint, Rules]:
+    """Fingerprint what judges the campaign (refusing a resume with a different one), and
+    the rules a candidate is screened by."""
+    refuse_config_in_scope(campaign)
+    paths = harness_files(campaign, workspace.path)
+    fingerprint = Fingerprint.take(campaign, workspace.path, paths)
+    check_same_judge(campaign, state, fingerprint.to_json(), resumed)
+    cfg = campaign.config
+    scope, harness = PathMatcher(cfg.scope), PathMatcher(cfg.harness)
+    return fingerprint, Rules(scope, harness, fingerprint.files, workspace.escapes)
+
+
+def refuse_config_in_scope(campaign: Campaign) -> None:
+    """A config file the proposer may edit would let it rewrite its own judge."""
+    try:
+        rel = campaign.config_path.resolve().relative_to(campaign.root.resolve()).as_posix()
+    except ValueError:
+        return  # outside the repository: out of the proposer's reach by scope
+    if PathMatcher(campaign.config.scope).matches(rel):
+        raise ConfigError(
+            f"{campaign.display_path()}: key 'scope': it matches the config file {rel}, so the "
+            "proposer could rewrite its own judge; narrow 'scope' to leave the config out."
+        )
+
+
+def to_measure(lost: AttemptRecord, workspace: Workspace) -> bool:
+    """Whether an interrupted attempt's candidate is measured on resume: when a paid
+    proposer (one that reported a cost or tokens) made it and it was committed."""
+    return bool(lost.commit and lost.cost and workspace.repo.rev(lost.commit))

@@ -352,3 +352,13 @@ def test_an_unpaid_killed_candidate_is_logged_but_not_measured(tmp_path: Path) -
     assert [r.status for r in records] == [Status.BASELINE, Status.INTERRUPTED, Status.DISCARD]
     assert records[1].commit and records[1].description == "set N to 4"
     assert len(again.contexts) == 1 and records[2].description == "set N to 12"
+
+
+def test_a_config_file_in_scope_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    from autoresearch.errors import ConfigError
+
+    repo = toy_repo(tmp_path, scope=["calc.py", "*.toml"])
+    proposer = ScriptedProposer(set_n("3"))
+    with pytest.raises(ConfigError, match="key 'scope': it matches the config file"):
+        engine(repo, proposer)[0].run()
+    assert proposer.contexts == [] and not Ledger(repo / ".autoresearch" / "toy").read()
