@@ -88,18 +88,18 @@ class Workspace:
     @property
     def git(self) -> Git:
         if self._git is None:
-            self._git = Git(
-                self.path,
-                config=[
-                    f"core.excludesFile={self.exclude_file}",
-                    "core.autocrlf=false",
-                    "core.safecrlf=false",
-                    "core.hooksPath=/dev/null",
-                    "gc.auto=0",
-                    "advice.detachedHead=false",
-                ],
-            )
+            self._git = Git(self.path, config=self._config())
         return self._git
+
+    def _config(self) -> list[str]:
+        return [
+            f"core.excludesFile={self.exclude_file}",
+            "core.autocrlf=false",
+            "core.safecrlf=false",
+            "core.hooksPath=/dev/null",
+            "gc.auto=0",
+            "advice.detachedHead=false",
+        ]
 
     # -- setup -------------------------------------------------------------------------
 
@@ -109,8 +109,10 @@ class Workspace:
     def branch_commit(self) -> str | None:
         return self.repo.rev(self.branch_ref)
 
-    def ensure(self, start: str) -> None:
-        """Create or repair the worktree so it exists, on our branch, at `start`."""
+    def ensure(self, start: str) -> list[str]:
+        """Create or repair the worktree so it exists, on our branch, at `start`.
+
+        Returns warnings for the user: a submodule that could not be initialised."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.exclude_file.write_text(
             "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES),
@@ -127,6 +129,93 @@ class Workspace:
             self.git.run("update-index", "--untracked-cache", check=False)
         self.reset_to(start)
         self.link_shares()
+        return self.init_submodules()
+
+    def submodules(self) -> list[tuple[str, str]]:
+        """(name, path) of each submodule the worktree's `.gitmodules` declares."""
+        if not (self.path / ".gitmodules").is_file():
+            return []
+        raw = self.git.run(
+            "config",
+            "-z",
+            "-f",
+            ".gitmodules",
+            "--get-regexp",
+            r"^submodule\..*\.path$",
+            check=False,
+        )
+        found = []
+        for entry in raw.split("\0"):
+            key, _, path = entry.partition("\n")
+            if key.startswith("submodule.") and key.endswith(".path") and path:
+                found.append((key[len("submodule.") : -len(".path")], path))
+        return found
+
+    def init_submodules(self) -> list[str]:
+        """Check out every submodule in the worktree at the commit the tree records.
+
+        The user's checkout and configuration are never written: the URL comes from the
+        user's own checkout of the submodule when it has one (no network needed), else from
+        the user's `submodule.<name>.url`, else from `.gitmodules`; it is handed to git for
+        this one command. The clone lives in the worktree's own git folder."""
+        warnings = []
+        for name, path in self.submodules():
+            sources = self._submodule_sources(name, path)
+            if not sources:
+                warnings.append(
+                    f"submodule {path} is not checked out in the workspace: its URL in "
+                    ".gitmodules is relative and your checkout has not initialised it; run "
+                    "`git submodule update --init` in your checkout and start again"
+                )
+                continue
+            problem = ""
+            for url, local in sources:
+                extra = [f"submodule.{name}.url={url}", f"submodule.{name}.active=true"]
+                if local:
+                    extra.append("protocol.file.allow=always")
+                git = Git(self.path, config=[*self._config(), *extra])
+                try:
+                    git.run("submodule", "update", "--checkout", "--force", "--", path)
+                    if (self.path / path / ".gitmodules").is_file():
+                        # Nested submodules are configured inside the workspace's clone.
+                        git.run("-C", path, "submodule", "update", "--init", "--recursive")
+                    problem = ""
+                    break
+                except GitError as exc:
+                    problem = str(exc)
+            if problem:
+                warnings.append(
+                    f"submodule {path} is not checked out in the workspace ({problem}); "
+                    "commands that need it will fail"
+                )
+        return warnings
+
+    def submodule_gitdirs(self) -> dict[str, Path]:
+        """The git directory of each checked-out submodule, by its path: where the
+        measurement folder can read a submodule commit's files from."""
+        found = {}
+        for _, path in self.submodules():
+            out = self.git.run("-C", path, "rev-parse", "--absolute-git-dir", check=False)
+            if (self.path / path / ".git").exists() and out.strip():
+                found[path] = Path(out.strip())
+        return found
+
+    def _submodule_sources(self, name: str, path: str) -> list[tuple[str, bool]]:
+        """Where a submodule can be cloned from, best first; True for the user's own
+        checkout of it."""
+        sources = []
+        own = self.root / path
+        if (own / ".git").exists() and Git(own).ok("rev-parse", "--verify", "-q", "HEAD"):
+            sources.append((str(own), True))
+        configured = self.repo.run("config", "--get", f"submodule.{name}.url", check=False)
+        if configured.strip():
+            sources.append((configured.strip(), False))
+        declared = self.git.run(
+            "config", "-f", ".gitmodules", "--get", f"submodule.{name}.url", check=False
+        ).strip()
+        if declared and not declared.startswith(("./", "../")):
+            sources.append((declared, False))
+        return sources
 
     def clear_stale_locks(self) -> None:
         """Remove lock files a killed git command left behind in the engine's own areas.
@@ -180,6 +269,19 @@ class Workspace:
         for item in self.share:
             args += ["-e", f"/{item}"]
         git.run(*args)
+        self._restore_submodules()
+
+    def _restore_submodules(self) -> None:
+        """Put each checked-out submodule back at the commit the tree records, clean."""
+        for _, path in self.submodules():
+            target = self.path / path
+            if not (target / ".git").exists():
+                continue
+            recorded = self.git.run("rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)
+            if recorded.strip():
+                sub = Git(target, config=self._config())
+                sub.run("checkout", "-q", "-f", "--detach", recorded.strip(), check=False)
+                sub.run("clean", "-ffdxq", check=False)
 
     def scan(self) -> Scan:
         """One `git status` pass: where HEAD is, and every path that differs from it."""
