@@ -18,11 +18,12 @@ from rich.table import Table
 
 from autoresearch.attempt import Status
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
-from autoresearch.engine import Engine, Interrupted, RunResult
+from autoresearch.engine import Engine
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.events import fan_out
 from autoresearch.gitcmd import repo_root
 from autoresearch.ledger import StateFile, stored_object
+from autoresearch.lifecycle import Interrupted, RunResult
 from autoresearch.render import Printer, attempts_table, gain_text, num, safe
 from autoresearch.status import campaign_status, find_state_dir, read_records
 

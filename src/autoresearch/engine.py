@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
@@ -23,7 +23,16 @@ from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stop
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
-from autoresearch.lifecycle import Lifecycle
+from autoresearch.lifecycle import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TAMPERED,
+    Interrupted,
+    Lifecycle,
+    RunResult,
+    raise_interrupted,
+)
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
@@ -52,32 +61,12 @@ from autoresearch.stopping import StopRules, stop_reason
 from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_TAMPERED = 3
-EXIT_INTERRUPTED = 130
 PROPOSER_FAILURE_LIMIT = 3
 # After these outcomes only the attempt's own paths need undoing; anything unusual (a
 # signal, a tamper, a proposer that failed midway) gets a full reset.
 FAST_ROLLBACK = frozenset(
     {Status.KEEP, Status.DISCARD, Status.CRASH, Status.GUARD_FAILED, Status.NO_CHANGE}
 )
-
-
-class Interrupted(BaseException):
-    """Ctrl-C or SIGTERM: roll back the attempt in flight and stop."""
-
-    def __init__(self, signum: int = signal.SIGINT) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@dataclass
-class RunResult:
-    stop_reason: str
-    exit_code: int
-    summary: dict[str, Any]
-    message: str = ""
 
 
 class Engine:
@@ -130,7 +119,7 @@ class Engine:
     # -- run ----------------------------------------------------------------------------
 
     def run(self) -> RunResult:
-        with Lifecycle(self.campaign, self.executor, self.warn, _raise_interrupted):
+        with Lifecycle(self.campaign, self.executor, self.warn, raise_interrupted):
             try:
                 return self._run()
             finally:
@@ -364,7 +353,3 @@ class Engine:
         self.records.append(stored)
         self.on_event(Attempted(stored, self.incumbent.metric, self.max_iterations))
         return stored
-
-
-def _raise_interrupted(signum: int, frame: object) -> None:
-    raise Interrupted(signum)

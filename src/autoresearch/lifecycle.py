@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -18,6 +19,31 @@ from autoresearch.startup import lock_campaign
 from autoresearch.workspace import ensure_state_dir
 
 SignalHandler = Callable[[int, FrameType | None], Any]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_TAMPERED = 3
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM: roll back the attempt in flight and stop."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@dataclass
+class RunResult:
+    stop_reason: str
+    exit_code: int
+    summary: dict[str, Any]
+    message: str = ""
+
+
+def raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
 
 
 class Lifecycle:

@@ -13,10 +13,11 @@ import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
-from autoresearch.engine import Engine, Interrupted
+from autoresearch.engine import Engine
 from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped
 from autoresearch.executors.base import CommandSpec
 from autoresearch.ledger import Ledger, stored_object
+from autoresearch.lifecycle import Interrupted
 from autoresearch.proposers.base import Proposal
 from autoresearch.verify import verify_campaign
 from campaigns import campaign_toml
