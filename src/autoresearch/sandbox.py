@@ -1,0 +1,163 @@
+"""The OS sandbox around the commands the engine starts.
+
+A `Sandbox` turns a command line into one that runs inside an isolation boundary; the
+engine describes what the command may see in a `Boundary`. `Bwrap` builds it with
+bubblewrap (Linux): its own mount view (the machine read-only as the user sees it, minus
+the hidden paths; the command's own folder and a private TMPDIR writable), its own PID
+namespace that dies with the engine (killing the command kills every descendant, `setsid`
+and daemons included), optionally its own network namespace, and `/proc` showing only its
+own processes. `NoSandbox` runs the command as it is. Another platform's sandbox (macOS
+Seatbelt, say) is one more class with the same two members.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+# Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
+DEFAULT_DENY_READ = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.git-credentials",
+    "~/.pypirc",
+)
+
+# The environment a sandboxed command starts from; `[sandbox] pass_env` adds names.
+ENV_ALLOWED = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "CONDA_PREFIX",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+)
+ENV_PREFIXES = ("LC_", "AUTORESEARCH_")
+
+
+def allowed_env(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """`env` reduced to an allowlist: secrets are out unless named in `pass_env`."""
+    extra = set(pass_env)
+    return {
+        k: v for k, v in env.items() if k in ENV_ALLOWED or k in extra or k.startswith(ENV_PREFIXES)
+    }
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """What one command may see and touch."""
+
+    workdir: Path  # its own folder: writable, and where it starts
+    tmpdir: Path  # a private TMPDIR: writable
+    hidden: tuple[Path, ...] = ()  # unreadable (an empty folder, or an empty file, instead)
+    readonly: tuple[Path, ...] = ()  # shown again read-only, even inside a hidden folder
+    writable: tuple[Path, ...] = ()  # more writable paths (`[sandbox] writable`)
+    network: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
+        """The command line that runs `argv` inside `boundary`."""
+        ...
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        """The environment to start that command line with."""
+        ...
+
+
+class NoSandbox:
+    """Runs commands as they are: nothing below is enforced (see `unprotected`)."""
+
+    name = "none"
+
+    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
+        return list(argv)
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        return dict(boundary.env)
+
+
+class Bwrap:
+    name = "bwrap"
+
+    def __init__(self, executable: str = "bwrap") -> None:
+        self.executable = executable
+
+    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
+        args = [
+            self.executable,
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        if not boundary.network:
+            args.append("--unshare-net")
+        for path in boundary.hidden:
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", os.devnull, str(path)]
+        for path in boundary.readonly:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        for path in (*boundary.writable, boundary.tmpdir, boundary.workdir):
+            args += ["--bind", str(path), str(path)]
+        args += ["--chdir", str(boundary.workdir), "--", *argv]
+        return args
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        return {**boundary.env, "TMPDIR": str(boundary.tmpdir)}
+
+
+@lru_cache(maxsize=4)
+def bwrap_problem(executable: str = "bwrap") -> str | None:
+    """Why bubblewrap cannot sandbox commands here, or None when it can (probed once)."""
+    found = shutil.which(executable)
+    if found is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
+    probe = Bwrap(found).command(["true"], Boundary(Path("/"), Path("/tmp"), network=False))
+    try:
+        proc = subprocess.run(probe, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap does not start ({exc})"
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        return "bubblewrap cannot create namespaces here" + (f" ({detail[-1]})" if detail else "")
+    return None
+
+
+def deny_read_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.expanduser(p)).resolve() for p in patterns)

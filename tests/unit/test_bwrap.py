@@ -1,0 +1,121 @@
+"""The bubblewrap sandbox, attacked from inside: each test runs a real command in a real
+sandbox and asserts what it could not do."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from autoresearch.sandbox import (
+    Boundary,
+    Bwrap,
+    NoSandbox,
+    allowed_env,
+    bwrap_problem,
+)
+
+pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=str(bwrap_problem()))
+
+
+def run(script: str, boundary: Boundary, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    sandbox = Bwrap()
+    return subprocess.run(
+        sandbox.command(["bash", "-c", script], boundary),
+        env=sandbox.environment(boundary),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Boundary:
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    return Boundary(work, tmp, env=allowed_env(os.environ))
+
+
+def test_it_writes_only_its_own_folder_and_tmpdir(tmp_path: Path, box: Boundary) -> None:
+    outside = tmp_path / "outside.txt"
+    proc = run(f'echo a > out.txt && echo b > "$TMPDIR/t" && (echo c > {outside} || true)', box)
+    assert proc.returncode == 0, proc.stderr
+    assert (box.workdir / "out.txt").read_text() == "a\n"
+    assert (box.tmpdir / "t").read_text() == "b\n"
+    assert not outside.exists()
+
+
+def test_hidden_folders_and_files_read_as_empty(tmp_path: Path, box: Boundary) -> None:
+    secret_dir = tmp_path / "checkout"
+    secret_dir.mkdir()
+    (secret_dir / ".env").write_text("TOKEN=hunter2\n")
+    secret_file = tmp_path / "netrc"
+    secret_file.write_text("password hunter2\n")
+    shown = secret_dir / "data"
+    shown.mkdir()
+    (shown / "x.csv").write_text("1,2\n")
+    hidden = Boundary(
+        box.workdir, box.tmpdir, hidden=(secret_dir, secret_file), readonly=(shown,), env=box.env
+    )
+    proc = run(
+        f"cat {secret_dir}/.env {secret_file} 2>/dev/null; ls -A {secret_dir}; cat {shown}/x.csv;"
+        f" echo y > {shown}/x.csv || echo read-only",
+        hidden,
+    )
+    assert "hunter2" not in proc.stdout
+    assert "1,2" in proc.stdout and "read-only" in proc.stdout
+    assert (shown / "x.csv").read_text() == "1,2\n"
+
+
+def test_a_daemon_dies_with_its_command(box: Boundary) -> None:
+    marker = box.workdir / "alive"
+    proc = run(
+        f"setsid bash -c 'trap \"\" HUP TERM; while true; do date > {marker}; sleep 0.1; done' "
+        "& disown; sleep 0.3; echo started",
+        box,
+    )
+    assert "started" in proc.stdout
+    before = marker.read_text()
+    threading.Event().wait(0.6)
+    assert marker.read_text() == before  # nobody is writing any more
+
+
+def test_the_engine_is_invisible_in_proc(box: Boundary) -> None:
+    os.environ["AR_TEST_ENGINE_SECRET"] = "hunter2"
+    try:
+        proc = run(f"cat /proc/{os.getpid()}/environ; ls /proc | grep -c '^[0-9]'", box)
+    finally:
+        del os.environ["AR_TEST_ENGINE_SECRET"]
+    assert "hunter2" not in proc.stdout
+    assert int(proc.stdout.split()[-1]) <= 4  # its own few processes only
+
+
+def test_the_environment_is_an_allowlist(box: Boundary) -> None:
+    env = {"PATH": os.environ["PATH"], "MY_API_KEY": "k", "DATABASE_URL": "pg://u:p@h"}
+    allowed = Boundary(box.workdir, box.tmpdir, env=allowed_env(env, ["DATABASE_URL"]))
+    proc = run("env", allowed)
+    assert "MY_API_KEY" not in proc.stdout and "DATABASE_URL=pg://u:p@h" in proc.stdout
+    assert f"TMPDIR={box.tmpdir}" in proc.stdout
+
+
+def test_no_network_when_it_is_off(box: Boundary) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        closed = Boundary(box.workdir, box.tmpdir, network=False, env=box.env)
+        script = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected || echo refused"
+        assert "refused" in run(script, closed).stdout
+        assert "connected" in run(script, box).stdout
+    finally:
+        server.close()
+
+
+def test_without_a_sandbox_the_command_is_unchanged(box: Boundary) -> None:
+    assert NoSandbox().command(["true"], box) == ["true"]
