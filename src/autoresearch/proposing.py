@@ -7,7 +7,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from autoresearch.errors import AutoresearchError
-from autoresearch.proposers.base import Proposal, ProposalContext, Proposer
+from autoresearch.proposers.base import (
+    REASON_CHARS,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    clean_text,
+)
 from autoresearch.workspace import checkout_changes, checkout_state
 
 
@@ -17,10 +23,11 @@ def ask(proposer: Proposer, ctx: ProposalContext, trace: Path) -> Proposal:
     try:
         return proposer.propose(ctx)
     except AutoresearchError as exc:
-        return Proposal(failed=True, reason=str(exc))
+        return Proposal(failed=True, reason=clean_text(str(exc), REASON_CHARS))
     except Exception as exc:
-        trace.write_text(traceback.format_exc(), encoding="utf-8")
-        return Proposal(failed=True, reason=f"{type(exc).__name__}: {exc} (see {trace.name})")
+        trace.write_text(traceback.format_exc(), encoding="utf-8", errors="replace")
+        reason = f"{type(exc).__name__}: {exc} (see {trace.name})"
+        return Proposal(failed=True, reason=clean_text(reason, REASON_CHARS))
 
 
 class CheckoutWatch:

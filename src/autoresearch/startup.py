@@ -136,10 +136,17 @@ def dirty_checkout_warning(campaign: Campaign) -> str | None:
     if not dirty:
         return None
     more = ", ..." if len(dirty) > 3 else ""
-    return (
-        f"your checkout has uncommitted changes ({', '.join(dirty[:3])}{more}); they are not "
-        "part of the campaign, which starts from HEAD"
+    message = (
+        f"your checkout has uncommitted changes ({', '.join(dirty[:3])}{more}); the campaign "
+        "starts from HEAD without them"
     )
+    try:
+        config = campaign.config_path.resolve().relative_to(campaign.root.resolve()).as_posix()
+    except ValueError:
+        return message
+    if config in dirty:
+        message += f", but reads {config} as it is on disk"
+    return message
 
 
 def fix_judge(

@@ -363,3 +363,19 @@ def test_a_config_file_in_scope_is_refused_before_anything_runs(tmp_path: Path) 
     with pytest.raises(ConfigError, match="key 'scope': it matches the config file"):
         engine(repo, proposer)[0].run()
     assert proposer.contexts == [] and not Ledger(repo / ".autoresearch" / "toy").read()
+
+
+def test_the_uncommitted_changes_warning_says_the_config_on_disk_is_used(tmp_path: Path) -> None:
+    from autoresearch.events import Warned
+
+    repo = toy_repo(tmp_path)
+    config = repo / "autoresearch.toml"
+    config.write_text(config.read_text() + "\n# tuned locally\n")
+    (repo / "notes.txt").write_text("mine\n")
+    run, events = engine(repo, ScriptedProposer(set_n("7")), max_iterations=1)
+    run.run()
+    warnings = [e.message for e in events if isinstance(e, Warned)]
+    assert warnings == [
+        "your checkout has uncommitted changes (autoresearch.toml, notes.txt); the campaign "
+        "starts from HEAD without them, but reads autoresearch.toml as it is on disk"
+    ]
