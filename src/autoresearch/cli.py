@@ -313,18 +313,26 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
 @json_option
 @handle_errors
 def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
-    """One attempt in full: status, samples, description, reason, timings, cost."""
-    from autoresearch.results import attempt
+    """One attempt in full: status, samples, description, reason, timings, cost, and every
+    log it left (prompt, proposer, each metric sample, guard)."""
+    from autoresearch.results import attempt, attempt_logs
 
-    record = stored_object(attempt(find_state_dir(_root(), config_path), iteration))
+    state_dir = find_state_dir(_root(), config_path)
+    record = stored_object(attempt(state_dir, iteration))
+    logs = attempt_logs(state_dir, iteration)
     if as_json:
-        click.echo(json.dumps(record, indent=2))
+        click.echo(json.dumps({**record, "logs": [str(p) for p in logs]}, indent=2))
         return
     for key, value in record.items():
         if key == "prev_hash":
             continue
         text = json.dumps(value) if isinstance(value, list | dict) else str(value)
         console.print(f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}", highlight=False)
+    if logs:
+        console.print("[bold]logs[/]:", highlight=False)
+        for path in logs:
+            size = path.stat().st_size
+            console.print(f"  {safe(str(path))} ({size} bytes)", highlight=False)
 
 
 @main.command()

@@ -62,6 +62,25 @@ def best_attempt(state_dir: Path) -> AttemptRecord:
     return attempt(state_dir, summary.best_iteration or 0)
 
 
+def attempt_logs(state_dir: Path, iteration: int) -> list[Path]:
+    """Every file the attempt left: its prompt, the proposer's output, each metric sample
+    (the candidate's and the incumbent's), the guard's, in the order they were written."""
+    stem = f"{iteration:04d}"
+    prompt = state_dir / "prompts" / f"{stem}.md"
+    logs = sorted((state_dir / "logs").glob(f"{stem}-*"), key=_log_order)
+    return ([prompt] if prompt.is_file() else []) + [p for p in logs if p.is_file()]
+
+
+def _log_order(path: Path) -> tuple[int, int, int, str]:
+    """proposer, metric and incumbent samples by number, guard last; stdout before stderr."""
+    name = path.name.split("-", 1)[1]
+    kind, _, rest = name.split(".")[0].partition("-")
+    number = rest
+    rank = {"proposer": 0, "metric": 1, "incumbent": 1, "guard": 2}.get(kind, 3)
+    stream = {".out": 0, ".err": 1}.get(path.suffix, 2)
+    return rank, int(number) if number.isdigit() else 0, stream, name
+
+
 def chosen_commit(
     state_dir: Path, iteration: int | None, force: bool = False
 ) -> tuple[str, AttemptRecord]:

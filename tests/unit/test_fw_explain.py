@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from autoresearch.decide import Comparison, Noise, Rule, Side, Verdict, explain
+from conftest import Runner
 
 
 def run(rule: Rule, reference: list[float], candidate: list[float], incumbent: list[float]):
@@ -86,3 +90,24 @@ def test_the_next_prompt_says_why_the_last_attempt_failed() -> None:
     )
     assert "## Why the last attempt was not kept" in text
     assert f"Attempt 3 ended as `guard_failed`: {reason}" in text
+
+
+def test_show_lists_every_log_of_an_attempt(finished_toy: Path, invoke: Runner) -> None:
+    # Attempt 3 of the toy campaign: proposer, one metric sample, a failed guard.
+    shown = invoke(finished_toy, "show", "3")
+    assert shown.returncode == 0
+    logs = shown.stdout.split("logs:", 1)[1]
+    names = [line.split()[0].rsplit("/", 1)[-1] for line in logs.strip().splitlines()]
+    assert names == [
+        "0003.md",
+        "0003-proposer.out",
+        "0003-proposer.err",
+        "0003-metric-1.out",
+        "0003-metric-1.err",
+        "0003-guard.out",
+        "0003-guard.err",
+    ]
+    data = json.loads(invoke(finished_toy, "show", "3", "--json").stdout)
+    assert [Path(p).name for p in data["logs"]] == names
+    assert data["status"] == "guard_failed" and "AssertionError" in data["reason"]
+    assert all(Path(p).is_file() for p in data["logs"])
