@@ -163,7 +163,8 @@ class Engine:
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
             self.warn(dirty)
-        self.workspace.ensure(start)
+        for warning in self.workspace.ensure(start):
+            self.warn(warning)
         validate_proposer(self.proposer, self.workspace.path)
         resumed = bool(self.records)
         self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)

@@ -106,7 +106,11 @@ class Evaluator:
         # Measurements run in a folder of the engine's own that holds exactly the commit
         # being measured, never in the proposer's workspace.
         self.tree: Tree = tree or MeasureTree(
-            campaign.root, workspace.state_dir / "measure", list(cfg.share), workspace.exclude_file
+            campaign.root,
+            workspace.state_dir / "measure",
+            list(cfg.share),
+            workspace.exclude_file,
+            workspace.submodule_gitdirs,
         )
         self.executor = executor
         self.fingerprint = fingerprint

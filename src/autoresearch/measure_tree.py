@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -41,8 +42,17 @@ class Tree(Protocol):
 
 
 class MeasureTree:
-    def __init__(self, root: Path, path: Path, share: list[str], exclude_file: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        path: Path,
+        share: list[str],
+        exclude_file: Path,
+        submodules: Callable[[], dict[str, Path]] = dict,
+    ) -> None:
         self.root = root
+        # The git directory of each submodule, by path: its commits' files are read there.
+        self.submodules = submodules
         self.path = path
         self.gitdir = path.with_name(path.name + ".git")
         self.share = [s.strip().rstrip("/") for s in share]
@@ -94,6 +104,7 @@ class MeasureTree:
             except GitError:
                 self._rebuild(commit)
         self.current = commit
+        self._fill_submodules()
         self._link_shares()
 
     def settle(self) -> None:
@@ -105,7 +116,34 @@ class MeasureTree:
         for item in self.share:
             args += ["-e", f"/{item}"]
         self._run(*args)
+        self._fill_submodules()
         self._link_shares()
+
+    def _fill_submodules(self) -> None:
+        """Each submodule's folder holds exactly the commit the measured tree records."""
+        gitdirs = self.submodules()
+        if not gitdirs or self.current is None:
+            return
+        raw = self._run("ls-tree", "-r", "-z", self.current)
+        for entry in raw.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) != 3 or parts[0] != "160000" or path not in gitdirs:
+                continue
+            target = self.path / path
+            target.mkdir(parents=True, exist_ok=True)
+            index = self.gitdir / "modules" / f"{path.replace('/', '%')}.index"
+            index.parent.mkdir(exist_ok=True)
+            git = self.git
+            git.run(
+                f"--git-dir={gitdirs[path]}",
+                f"--work-tree={target}",
+                "read-tree",
+                "--reset",
+                "-u",
+                parts[2],
+                extra_env={"GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1"},
+            )
 
     def _rebuild(self, commit: str) -> None:
         if self.path.is_symlink() or self.path.is_file():

@@ -136,7 +136,8 @@ def proposal_context(
         "best": best,
         "history": history_notes(records),
     }
-    text = build_prompt(**facts)
+    # A file name that is not UTF-8 must not stop the prompt from being written.
+    text = build_prompt(**facts).encode("utf-8", "backslashreplace").decode("utf-8")
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
     prompt_file.parent.mkdir(parents=True, exist_ok=True)
     prompt_file.write_text(text, encoding="utf-8")

@@ -48,7 +48,7 @@ def _last_group(pattern: str, text: str, budget: float) -> list[str | None] | No
         )
     except subprocess.TimeoutExpired:
         raise MetricParseError(
-            f"the pattern {pattern!r} was still matching after {max(budget, 1.0):g} s (the "
+            f"the pattern {pattern!r} was still matching after {max(budget, 1.0):.1f} s (the "
             "metric timeout); simplify it, nested repeats like (a+)+ backtrack endlessly"
         ) from None
     if proc.returncode != 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_a_backtracking_pattern_ends_at_the_metric_timeout(tmp_path: Path) -> No
     assert records[0].metric == 4
     assert records[-1].status is Status.CRASH
     crash = records[-1]
-    assert "was still matching after 3 s" in crash.reason, crash.reason
+    assert re.search(r"was still matching after [23]\.\d s", crash.reason), crash.reason
     assert crash.timings is not None and crash.timings.measure < TIMEOUT + 5
 
 
@@ -164,10 +165,6 @@ def test_a_file_name_that_is_not_utf8_is_judged_and_logged(
         assert names.strip(b"\0\n") == NAME
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="prompt.proposal_context writes the history (with the file name) as strict UTF-8",
-)
 def test_the_attempt_after_a_non_utf8_name_runs_normally(tmp_path: Path) -> None:
     repo = toy_repo(tmp_path, ["calc*"])
     records = run(

@@ -7,8 +7,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
@@ -67,10 +65,6 @@ def test_the_workspace_checks_out_the_submodule_without_touching_the_user(
     assert user_state(repo) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measurements run in measure_tree's folder, which does not check out submodules",
-)
 def test_the_metric_sees_the_submodule_and_the_user_checkout_is_untouched(
     tmp_path: Path,
 ) -> None:

@@ -79,7 +79,8 @@ class LocalExecutor(Executor):
         if not spec.parse:
             return Measurement(OK, None, result.seconds, "", result.stdout_path)
         try:
-            value = read_metric(spec, result.stdout_text(), workspace)
+            budget = max(spec.timeout - result.seconds, 1.0)  # the rest of the metric timeout
+            value = read_metric(spec, result.stdout_text(), workspace, budget=budget)
         except MetricParseError as exc:
             return Measurement(Status.CRASH, None, result.seconds, str(exc), result.stdout_path)
         return Measurement(OK, value, result.seconds, "", result.stdout_path)
