@@ -1,4 +1,5 @@
-"""`autoresearch verify`: check the ledger's hash chain, the attempt refs and the branch."""
+"""`autoresearch verify`: check the ledger's hash chain, the attempt refs and the branch, and
+re-derive every verdict from the recorded samples and the campaign's decision rule."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord
+from autoresearch.config import Campaign, load_campaign
+from autoresearch.decide import Rule
+from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import Git
 from autoresearch.ledger import StateFile, line_hash
+from autoresearch.replay import replay
 from autoresearch.summary import summarize
 
 
@@ -16,13 +21,24 @@ from autoresearch.summary import summarize
 class Report:
     records: int = 0
     problems: list[str] = field(default_factory=list)
+    # The rule the verdicts were re-derived with; None when no config names it.
+    rule: str | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = False) -> Report:
+def verify_campaign(
+    root: Path,
+    state_dir: Path,
+    name: str,
+    running: bool = False,
+    campaign: Campaign | None = None,
+) -> Report:
+    """Check the campaign whose state is in `state_dir`. The verdicts are re-derived under
+    the decision rule of `campaign` (by default the config found at `root`, when it is this
+    campaign's)."""
     report = Report()
     path = state_dir / "ledger.jsonl"
     try:
@@ -33,6 +49,7 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
     if lines and lines[-1] == "":
         lines.pop()
     records: list[AttemptRecord] = []
+    numbers: list[int] = []  # each record's line
     previous: str | None = None
     for number, line in enumerate(lines, 1):
         try:
@@ -64,7 +81,16 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
                 f"{expected_iteration} was expected (a record is missing or repeated)"
             )
         records.append(record)
+        numbers.append(number)
     report.records = len(records)
+    decision = _decision(root, state_dir, campaign)
+    if decision is not None:
+        rule, direction = decision
+        report.rule = rule.name
+        for finding in replay(records, rule, direction):
+            report.problems.append(
+                f"line {numbers[finding.index]} (attempt {finding.iteration}): {finding.message}"
+            )
     repo = Git(root)
     state = StateFile(state_dir).read()
     # `autoresearch clean` removed the refs of the attempts logged before it ran.
@@ -93,3 +119,18 @@ def verify_campaign(root: Path, state_dir: Path, name: str, running: bool = Fals
             f"in the ledger is {summary.best_commit[:12]}"
         )
     return report
+
+
+def _decision(root: Path, state_dir: Path, campaign: Campaign | None) -> tuple[Rule, str] | None:
+    """The rule and direction the verdicts are re-derived with: the campaign's config."""
+    if campaign is None:
+        try:
+            campaign = load_campaign(root)
+        except AutoresearchError:
+            return None
+    if campaign.state_dir.resolve() != state_dir.resolve():
+        return None
+    direction = campaign.config.metric.direction
+    if direction is None:
+        return None
+    return campaign.config.decision.to_rule(), str(direction)

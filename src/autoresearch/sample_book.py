@@ -1,0 +1,95 @@
+"""The samples a decision rule compares with: every version's samples, and which selected it.
+
+This is the evaluator's bookkeeping without the measuring, so that it can be rebuilt from
+the ledger alone: on resume, and by `verify`, which replays every recorded verdict with it.
+It imports nothing that runs a command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.decide import Comparison, Pool, Rule
+from autoresearch.summary import sample_groups
+
+
+class SampleBook:
+    """The samples of every version of the code measured so far, for the pooled noise and
+    the incumbent's reference, and how many of a kept commit's samples selected it."""
+
+    def __init__(self, rule: Rule, direction: str) -> None:
+        self.rule = rule
+        self.direction = direction
+        # Samples of each version of the code measured so far, for the pooled noise.
+        self.groups: dict[str, list[float]] = {}
+        # How many of a kept commit's samples were taken to select it. They are biased
+        # in its favour (it was kept because they looked good), so comparisons use only
+        # its later re-measurements.
+        self.selected: dict[str, int] = {}
+        # How many of a commit's samples were taken when it was measured itself (as the
+        # baseline or as a candidate); the rest are re-measurements as the incumbent.
+        self.own: dict[str, int] = {}
+
+    # -- from the ledger ----------------------------------------------------------------
+
+    def load(self, records: Iterable[AttemptRecord]) -> None:
+        """Rebuild everything from the ledger's records (for a resumed campaign)."""
+        self.groups, self.selected, self.own = {}, {}, {}
+        for record in records:
+            self.take(record)
+
+    def take(self, record: AttemptRecord) -> None:
+        """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
+        for commit, samples in sample_groups([record]).items():
+            self.groups.setdefault(commit, []).extend(samples)
+        if record.commit and record.status.sets_best:
+            count = len(record.samples or ())
+            self.own[record.commit] = count
+            if record.status is Status.KEEP:
+                self.selected[record.commit] = count
+
+    # -- as measurements come in --------------------------------------------------------
+
+    def baseline(self, commit: str, samples: list[float]) -> None:
+        """The baseline `commit` was measured: its samples are its own."""
+        self.groups[commit] = list(samples)
+        self.own[commit] = len(samples)
+
+    def remeasured(self, incumbent: str, value: float) -> None:
+        """One more sample of the incumbent, taken during a candidate's comparison."""
+        self.groups.setdefault(incumbent, []).append(value)
+
+    def measured(self, commit: str, samples: list[float]) -> None:
+        """The candidate `commit` was measured (decided, or cut short by a failure)."""
+        if samples:
+            self.groups[commit] = list(samples)
+
+    def kept(self, commit: str) -> None:
+        """The candidate `commit` was kept: the samples it has now selected it."""
+        self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
+
+    # -- what a comparison starts from --------------------------------------------------
+
+    def reference(self, incumbent: str) -> list[float]:
+        """The incumbent samples a candidate is compared with."""
+        samples = self.groups.get(incumbent, [])
+        if self.rule.name == "sequential":
+            unbiased = samples[self.selected.get(incumbent, 0) :]
+            return unbiased[-self.rule.max_samples :]
+        return samples
+
+    def carried(self, incumbent: str) -> int:
+        """How many reference samples earlier candidates' evaluations left behind."""
+        remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
+        return max(0, min(len(self.reference(incumbent)), remeasured))
+
+    def comparison(self, incumbent: str) -> Comparison:
+        """The procedure that decides on a candidate against `incumbent` now."""
+        return Comparison(
+            self.rule,
+            self.direction,
+            self.reference(incumbent),
+            Pool.of(self.groups, incumbent),
+            self.carried(incumbent),
+        )
