@@ -25,3 +25,11 @@ class CampaignLocked(AutoresearchError):
     """Another engine already runs this campaign."""
 
     exit_code = 1
+
+
+class WorkspaceHijacked(AutoresearchError):
+    """A folder the engine owns under `.autoresearch/` is not the one it made (a symbolic
+    link, or another folder in its place): the engine halts without touching it (exit 3,
+    as for a tampered judge)."""
+
+    exit_code = 3

@@ -28,6 +28,12 @@ def git_env() -> dict[str, str]:
     return env
 
 
+def isolated_env() -> dict[str, str]:
+    """No system or user configuration: only what the engine passes applies (no filters,
+    hooks, fsmonitor or helpers configured anywhere else)."""
+    return {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
+
 def require_git() -> str:
     exe = shutil.which("git")
     if exe is None:
@@ -38,13 +44,21 @@ def require_git() -> str:
 class Git:
     """Runs git in one directory with fixed configuration flags."""
 
-    def __init__(self, cwd: Path, config: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        config: Sequence[str] = (),
+        *,
+        args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.cwd = cwd
         self.exe = require_git()
         self.prefix = [self.exe]
         for item in config:
             self.prefix += ["-c", item]
-        self.env = git_env()
+        self.prefix += list(args)
+        self.env = {**git_env(), **(env or {})}
 
     def run(
         self,

@@ -1,7 +1,16 @@
-"""The engine's own git worktree: candidates are committed, refs kept, roll-backs exact.
+"""The proposer's workspace and the engine's git bookkeeping of it.
 
-The branch `autoresearch/<name>` moves only when a candidate is kept; every attempt's
-commit stays reachable under `refs/autoresearch/<name>/<iteration>`.
+The workspace (`.autoresearch/<name>/worktree`) is a plain folder of files. The engine
+reads it through a git directory of its own (`workspace.git`, beside it, outside the
+proposer's reach): its own index and HEAD, no configuration but the engine's, and the
+user's object store as its object directory, so that the candidate's blobs, trees and
+commits land in the user's repository, where `refs/autoresearch/<name>/<i>` and the branch
+`autoresearch/<name>` (the only refs the engine writes there) point at them.
+
+The proposer gets a `.git` of its own in the workspace (objects borrowed from the user's
+store through `objects/info/alternates`, a branch at the incumbent, an index): it may
+commit, reset, switch branches, set index flags, filters or hooks there; none of it is
+read by the engine, and the engine makes it afresh after every attempt.
 """
 
 from __future__ import annotations
@@ -9,11 +18,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.errors import GitError
-from autoresearch.gitcmd import IDENTITY, Git
+from autoresearch.errors import GitError, WorkspaceHijacked
+from autoresearch.gitcmd import IDENTITY, Git, isolated_env
+from autoresearch.owned import OwnedDir, real_dir, refuse_links, remove, write_file
 
 # Caches that tools write as a side effect; never a proposer's change.
 TOOL_CACHES = (
@@ -24,6 +35,17 @@ TOOL_CACHES = (
     ".ruff_cache/",
     ".hypothesis/",
     ".ipynb_checkpoints/",
+)
+# Folders of the campaign that the engine makes; a link planted at one is removed at start.
+ENGINE_FOLDERS = ("logs", "prompts", "measure", "measure.git", "modules")
+GIT_CONFIG = (
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=true",
+    "gc.auto=0",
+    "advice.detachedHead=false",
 )
 
 
@@ -77,29 +99,42 @@ class Workspace:
         self.name = name
         self.state_dir = state_dir
         self.path = state_dir / "worktree"
+        self.gitdir = state_dir / "workspace.git"
+        self.modules = state_dir / "modules"
         self.branch = f"autoresearch/{name}"
         self.branch_ref = f"refs/heads/{self.branch}"
         self.ref_prefix = f"refs/autoresearch/{name}"
         self.share = [s.strip().rstrip("/") for s in share]
         self.exclude_file = state_dir / "exclude"
-        self.repo = Git(root)
+        # Only ref updates and reads run in the user's repository, with no hook of theirs.
+        self.repo = Git(root, config=["core.hooksPath=/dev/null"])
+        self.folder = OwnedDir(self.path, "the workspace")
+        self.own_gitdir = OwnedDir(self.gitdir, "the workspace's git directory")
         self._git: Git | None = None
+        self._objects: Path | None = None
+        self._index_digest: str | None = None
+        self._submodules: list[tuple[str, str]] = []
+        self._clones: dict[str, Path] = {}
+        self._private_head: str | None = None
 
     @property
     def git(self) -> Git:
+        """git on the workspace's files through the engine's own git directory."""
         if self._git is None:
-            self._git = Git(self.path, config=self._config())
+            env = {**isolated_env(), "GIT_OBJECT_DIRECTORY": str(self.objects())}
+            args = [f"--git-dir={self.gitdir}", f"--work-tree={self.path}"]
+            self._git = Git(self.path, config=self._config(), args=args, env=env)
         return self._git
 
     def _config(self) -> list[str]:
-        return [
-            f"core.excludesFile={self.exclude_file}",
-            "core.autocrlf=false",
-            "core.safecrlf=false",
-            "core.hooksPath=/dev/null",
-            "gc.auto=0",
-            "advice.detachedHead=false",
-        ]
+        return [f"core.excludesFile={self.exclude_file}", *GIT_CONFIG]
+
+    def objects(self) -> Path:
+        """The user's object directory: where the engine's objects are written."""
+        if self._objects is None:
+            out = self.repo.run("rev-parse", "--git-path", "objects").strip()
+            self._objects = (self.root / out).resolve()
+        return self._objects
 
     # -- setup -------------------------------------------------------------------------
 
@@ -110,36 +145,109 @@ class Workspace:
         return self.repo.rev(self.branch_ref)
 
     def ensure(self, start: str) -> list[str]:
-        """Create or repair the worktree so it exists, on our branch, at `start`.
+        """Make the workspace afresh at `start`: its files, the engine's git directory for
+        them and the proposer's own `.git`.
 
-        Returns warnings for the user: a submodule that could not be initialised."""
+        Returns warnings for the user: a submodule that could not be checked out."""
+        refuse_links(self.root, self.state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.exclude_file.write_text(
-            "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES),
-            encoding="utf-8",
+        for name in ENGINE_FOLDERS:
+            if (self.state_dir / name).is_symlink():
+                (self.state_dir / name).unlink()  # replaced, never followed
+        write_file(
+            self.exclude_file,
+            (
+                "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES)
+            ).encode(),
         )
         self.clear_stale_locks()
         if self.branch_commit() is None:
             self.repo.run("update-ref", self.branch_ref, start)
-        if not (self.path / ".git").exists():
-            self.repo.run("worktree", "prune")
-            if self.path.exists():
-                shutil.rmtree(self.path)
-            self.repo.run("worktree", "add", "-q", "-f", str(self.path), self.branch)
-            self.git.run("update-index", "--untracked-cache", check=False)
-        self.reset_to(start)
+        if (self.path / ".git").is_file() and not self.path.is_symlink():
+            # A workspace made by an earlier version was a worktree of the user's
+            # repository: its registration goes with it.
+            remove(self.path)
+            self.repo.run("worktree", "prune", check=False)
+        self.folder.make()
+        self._make_gitdir(start)
+        self.git.run("read-tree", "--reset", "-u", start)
+        self._remember_index()
         self.link_shares()
-        return self.init_submodules()
+        warnings = self.init_submodules()
+        self._private_git(start)
+        return warnings
+
+    def _make_gitdir(self, head: str) -> None:
+        """The engine's git directory: an index, HEAD, no configuration of anyone's."""
+        gitdir = self.own_gitdir.make()
+        (gitdir / "refs").mkdir()
+        (gitdir / "objects").mkdir()
+        write_file(gitdir / "HEAD", f"{head}\n".encode())
+        write_file(gitdir / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+        self._git = None
+
+    def _head(self) -> str:
+        return self.git.run("rev-parse", "HEAD").strip()
+
+    def _check(self) -> None:
+        """Refuse to touch a workspace or git directory that is not the one the engine
+        made (a link, or another folder moved in): nothing is written, the run halts."""
+        refuse_links(self.root, self.state_dir)
+        self.folder.check()
+        self.own_gitdir.check()
+        for name in ("measure", "measure.git", "logs"):
+            if (self.state_dir / name).is_symlink():
+                raise WorkspaceHijacked(
+                    f"{self.state_dir / name} was replaced by a symbolic link while the "
+                    "campaign ran; the engine stopped without following it. Remove the link "
+                    "and run again."
+                )
+
+    def _remember_index(self) -> None:
+        self._index_digest = _digest(self.gitdir / "index")
+
+    def _trust_index(self, head: str) -> None:
+        """The engine's index is what the engine last wrote, or it is rebuilt from HEAD
+        (losing only the stat cache): flags set behind the engine's back never count."""
+        if _digest(self.gitdir / "index") != self._index_digest:
+            (self.gitdir / "index").unlink(missing_ok=True)
+            self.git.run("read-tree", head)
+            self._remember_index()
+
+    def _private_git(self, head: str) -> None:
+        """The proposer's own `.git` in the workspace, made afresh: a branch at `head`,
+        objects borrowed from the user's store, an index matching the files."""
+        _make_private_git(
+            self.path / ".git",
+            self.objects(),
+            f"ref: {self.branch_ref}\n".encode(),
+            {self.branch_ref: head},
+            self.gitdir / "index",
+            self.exclude_file,
+        )
+        self._private_head = head
+
+    def _agent_moved(self) -> bool:
+        """Whether the proposer moved HEAD or the branch in its own `.git` (for the record
+        only: the engine reads the files, never these refs)."""
+        dotgit = self.path / ".git"
+        if not real_dir(dotgit):
+            return True
+        head = _read_small(dotgit / "HEAD")
+        ref = _read_small(dotgit / self.branch_ref)
+        expected = f"{self._private_head}\n".encode()
+        return head != f"ref: {self.branch_ref}\n".encode() or ref != expected
 
     def submodules(self) -> list[tuple[str, str]]:
-        """(name, path) of each submodule the worktree's `.gitmodules` declares."""
-        if not (self.path / ".gitmodules").is_file():
+        """(name, path) of each submodule the workspace's `.gitmodules` declares."""
+        gitmodules = self.path / ".gitmodules"
+        if not gitmodules.is_file() or gitmodules.is_symlink():
             return []
-        raw = self.git.run(
+        raw = Git(self.state_dir, env=isolated_env()).run(
             "config",
             "-z",
             "-f",
-            ".gitmodules",
+            str(gitmodules),
             "--get-regexp",
             r"^submodule\..*\.path$",
             check=False,
@@ -152,14 +260,20 @@ class Workspace:
         return found
 
     def init_submodules(self) -> list[str]:
-        """Check out every submodule in the worktree at the commit the tree records.
+        """Check out every submodule in the workspace at the commit the tree records.
 
-        The user's checkout and configuration are never written: the URL comes from the
-        user's own checkout of the submodule when it has one (no network needed), else from
-        the user's `submodule.<name>.url`, else from `.gitmodules`; it is handed to git for
-        this one command. The clone lives in the worktree's own git folder."""
+        Each submodule's objects live in a clone of the engine's own (`modules/`), made
+        from the user's own checkout of it when it has one (no network needed), else from
+        the user's `submodule.<name>.url`, else from `.gitmodules`. The user's checkout and
+        configuration are never written."""
         warnings = []
-        for name, path in self.submodules():
+        self._submodules = self.submodules()
+        self._clones = {}
+        head = self._head()
+        for name, path in self._submodules:
+            recorded = self._recorded(head, path)
+            if recorded is None:
+                continue
             sources = self._submodule_sources(name, path)
             if not sources:
                 warnings.append(
@@ -168,37 +282,53 @@ class Workspace:
                     "`git submodule update --init` in your checkout and start again"
                 )
                 continue
+            clone = self.modules / f"{_quote(name)}.git"
             problem = ""
-            for url, local in sources:
-                extra = [f"submodule.{name}.url={url}", f"submodule.{name}.active=true"]
-                if local:
-                    extra.append("protocol.file.allow=always")
-                git = Git(self.path, config=[*self._config(), *extra])
-                try:
-                    git.run("submodule", "update", "--checkout", "--force", "--", path)
-                    if (self.path / path / ".gitmodules").is_file():
-                        # Nested submodules are configured inside the workspace's clone.
-                        git.run("-C", path, "submodule", "update", "--init", "--recursive")
-                    problem = ""
-                    break
-                except GitError as exc:
-                    problem = str(exc)
+            if not _has_commit(clone, recorded):
+                for url, local in sources:
+                    problem = _clone(url, local, clone, recorded)
+                    if not problem:
+                        break
             if problem:
                 warnings.append(
                     f"submodule {path} is not checked out in the workspace ({problem}); "
                     "commands that need it will fail"
                 )
+                continue
+            self._clones[path] = clone
+            self._fill_submodule(path, recorded)
         return warnings
 
+    def _recorded(self, commit: str, path: str) -> str | None:
+        out = self.git.run("rev-parse", "-q", "--verify", f"{commit}:{path}", check=False)
+        return out.strip() or None
+
+    def _fill_submodule(self, path: str, recorded: str) -> None:
+        """The submodule's folder holds exactly `recorded`'s files, and a `.git` of the
+        proposer's own."""
+        clone = self._clones[path]
+        target = self.path / path
+        base = os.path.realpath(self.path)
+        if os.path.realpath(target.parent) != os.path.join(base, *Path(path).parts[:-1]):
+            return  # a link on the way: the super-project's reset puts the folder back first
+        if not real_dir(target):
+            remove(target)
+            target.mkdir(parents=True)
+        index = self.modules / f"{_quote(path)}.index"
+        env = {**isolated_env(), "GIT_INDEX_FILE": str(index)}
+        sub = Git(
+            target, config=GIT_CONFIG, args=[f"--git-dir={clone}", f"--work-tree={target}"], env=env
+        )
+        sub.run("read-tree", "--reset", "-u", recorded)
+        sub.run("clean", "-ffdxq")
+        _make_private_git(
+            target / ".git", clone / "objects", f"{recorded}\n".encode(), {}, index, None
+        )
+
     def submodule_gitdirs(self) -> dict[str, Path]:
-        """The git directory of each checked-out submodule, by its path: where the
-        measurement folder can read a submodule commit's files from."""
-        found = {}
-        for _, path in self.submodules():
-            out = self.git.run("-C", path, "rev-parse", "--absolute-git-dir", check=False)
-            if (self.path / path / ".git").exists() and out.strip():
-                found[path] = Path(out.strip())
-        return found
+        """The engine's clone of each checked-out submodule, by its path: where the
+        measurement folder reads a submodule commit's files from."""
+        return dict(self._clones)
 
     def _submodule_sources(self, name: str, path: str) -> list[tuple[str, bool]]:
         """Where a submodule can be cloned from, best first; True for the user's own
@@ -210,9 +340,12 @@ class Workspace:
         configured = self.repo.run("config", "--get", f"submodule.{name}.url", check=False)
         if configured.strip():
             sources.append((configured.strip(), False))
-        declared = self.git.run(
-            "config", "-f", ".gitmodules", "--get", f"submodule.{name}.url", check=False
-        ).strip()
+        gitmodules = self.path / ".gitmodules"
+        declared = (
+            Git(self.state_dir, env=isolated_env())
+            .run("config", "-f", str(gitmodules), "--get", f"submodule.{name}.url", check=False)
+            .strip()
+        )
         if declared and not declared.startswith(("./", "../")):
             sources.append((declared, False))
         return sources
@@ -230,14 +363,10 @@ class Workspace:
             common / f"{self.branch_ref}.lock",
             *(common / self.ref_prefix).glob("*.lock"),
         ]
-        gitfile = self.path / ".git"
-        if gitfile.is_file():
-            text = gitfile.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                gitdir = Path(text.split(":", 1)[1].strip())
-                candidates += [gitdir / "index.lock", gitdir / "HEAD.lock"]
+        if real_dir(self.gitdir):
+            candidates += [self.gitdir / "index.lock", self.gitdir / "HEAD.lock"]
         for lock in candidates:
-            if lock.is_file():
+            if lock.is_file() and not lock.is_symlink():
                 lock.unlink(missing_ok=True)
 
     def link_shares(self) -> None:
@@ -255,55 +384,46 @@ class Workspace:
         return self.git.run("rev-parse", f"{commit}^{{tree}}").strip()
 
     def reset_to(self, commit: str) -> None:
-        """Point the branch at `commit` and make the worktree exactly that commit."""
-        git = self.git
-        git.run("symbolic-ref", "HEAD", self.branch_ref)
-        git.run("update-ref", "--no-deref", self.branch_ref, commit)
+        """Point the branch at `commit` and make the workspace exactly that commit."""
+        self._check()
+        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+        if self.branch_commit() != commit:
+            self.repo.run("update-ref", self.branch_ref, commit)
         self.restore()
 
     def restore(self) -> None:
-        """Drop everything in the worktree that is not in the branch's commit."""
+        """Drop everything in the workspace that is not in HEAD's commit; the proposer's
+        `.git` is made afresh."""
+        self._check()
         git = self.git
-        git.run("reset", "-q", "--hard", "HEAD")
+        head = self._head()
+        git.run("read-tree", "--reset", "-u", head)
         args = ["clean", "-ffdxq"]
         for item in self.share:
             args += ["-e", f"/{item}"]
         git.run(*args)
-        self._restore_submodules()
-
-    def _restore_submodules(self) -> None:
-        """Put each checked-out submodule back at the commit the tree records, clean."""
-        for _, path in self.submodules():
-            target = self.path / path
-            if not (target / ".git").exists():
-                continue
-            recorded = self.git.run("rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)
-            if recorded.strip():
-                sub = Git(target, config=self._config())
-                sub.run("checkout", "-q", "-f", "--detach", recorded.strip(), check=False)
-                sub.run("clean", "-ffdxq", check=False)
+        self._remember_index()
+        for _, path in self._submodules:
+            recorded = self._recorded(head, path)
+            if path in self._clones and recorded and _has_commit(self._clones[path], recorded):
+                self._fill_submodule(path, recorded)
+        self._private_git(head)
 
     def scan(self) -> Scan:
-        """One `git status` pass: where HEAD is, and every path that differs from it."""
+        """One `git status` pass: every path that differs from HEAD."""
         raw = self.git.run_bytes(
             "status",
             "--porcelain=v2",
-            "--branch",
             "-z",
             "--no-renames",
             "-uall",
             "--ignored=matching",
+            "--ignore-submodules=all",
         )
         scan = Scan()
         for entry in _split_nul(raw):
             kind = entry[0]
-            if kind == "#":
-                key, _, value = entry[2:].partition(" ")
-                if key == "branch.oid":
-                    scan.head = None if value == "(initial)" else value
-                elif key == "branch.head":
-                    scan.branch = None if value == "(detached)" else value
-            elif kind == "1":
+            if kind == "1":
                 fields = entry.split(" ", 8)
                 xy, path = fields[1], fields[8]
                 if xy[0] != ".":
@@ -325,18 +445,18 @@ class Workspace:
     # -- attempts ----------------------------------------------------------------------
 
     def collect(self, incumbent: str, incumbent_tree: str) -> Candidate:
-        """Stage what the proposer left in the worktree and describe it against the incumbent.
+        """Stage what the proposer left in the workspace and describe it against the
+        incumbent.
 
-        The engine never trusts HEAD: if the proposer committed, reset or switched
-        branches, the refs are put back and its work is judged as plain changes.
+        The files are read by the engine through its own git directory: whatever the
+        proposer did to its `.git` (commits, resets, branches, index flags, filters) is
+        not looked at, beyond noting that it moved HEAD.
         """
+        self._check()
+        moved = self._agent_moved()
         git = self.git
+        self._trust_index(incumbent)
         scan = self.scan()
-        moved = scan.branch != self.branch or scan.head != incumbent
-        if moved:
-            git.run("symbolic-ref", "HEAD", self.branch_ref)
-            git.run("update-ref", "--no-deref", self.branch_ref, incumbent)
-            scan = self.scan()
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
             return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
@@ -345,14 +465,15 @@ class Workspace:
             "-A",
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in dirty),
+            input=_nul_join(dirty),
         )
+        self._remember_index()
         tree = git.run("write-tree").strip()
         changes: list[Change] = []
         if tree == incumbent_tree:
             pass
-        elif not moved and not scan.staged:
-            # Plain worktree edits: the scan already names each change exactly.
+        elif not scan.staged:
+            # Plain edits: the scan already names each change exactly.
             deleted = set(scan.deleted)
             changes = [Change("D" if p in deleted else "M", p) for p in scan.unstaged]
             changes += [Change("A", p) for p in scan.untracked]
@@ -365,39 +486,10 @@ class Workspace:
             changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
         return Candidate(tree=tree, changes=changes, ignored=scan.ignored, head_moved=moved)
 
-    def settle(self) -> None:
-        """Undo what a measurement left behind: the worktree matches the index again.
-
-        Costs one `git status` plus work in proportion to what the command touched.
-        """
-        scan = self.scan()
-        if scan.unstaged:
-            self.git.run_bytes(
-                "checkout",
-                "-q",
-                "-f",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                input=_nul_join(scan.unstaged),
-            )
-        self.drop_paths(scan.untracked + scan.ignored)
-
-    def show_incumbent(self, candidate: Candidate, incumbent: str) -> None:
-        """Put the incumbent's files in the worktree; `settle` brings the candidate back."""
-        if candidate.changes:
-            self.git.run_bytes(
-                "restore",
-                "-q",
-                f"--source={incumbent}",
-                "--worktree",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                input=_nul_join(candidate.paths),
-            )
-
     def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
-        """Put index and worktree back to the incumbent for the paths the candidate changed."""
+        """Put index and files back to the incumbent for the paths the candidate changed."""
         if candidate.changes:
+            self._check()
             self.git.run_bytes(
                 "restore",
                 "-q",
@@ -408,6 +500,7 @@ class Workspace:
                 "--pathspec-file-nul",
                 input=_nul_join(candidate.paths),
             )
+            self._remember_index()
 
     def commit(self, candidate: Candidate, parent: str, message: str, iteration: int) -> str:
         # The message comes from the proposer: passed on stdin, since an argument cannot
@@ -416,8 +509,14 @@ class Workspace:
         commit = self.git.run(
             "commit-tree", candidate.tree, "-p", parent, "-F", "-", input=text, extra_env=IDENTITY
         ).strip()
-        self.git.run("update-ref", self.attempt_ref(iteration), commit)
+        self.repo.run("update-ref", self.attempt_ref(iteration), commit)
         return commit
+
+    def forget(self, iteration: int) -> None:
+        """Drop an attempt's ref: a candidate rejected for what it touched (outside the
+        scope, or the harness) is not kept under a ref, so its content goes with the next
+        `git gc` instead of staying in the repository for good."""
+        self.repo.run("update-ref", "-d", self.attempt_ref(iteration), check=False)
 
     def diffstat(self, parent: str, commit: str) -> str:
         """`path +added/-removed` per changed file, for the proposer's history."""
@@ -429,7 +528,7 @@ class Workspace:
         return ", ".join(parts)
 
     def drop_paths(self, paths: list[str]) -> None:
-        """Remove untracked or ignored paths, so what is measured is exactly the commit."""
+        """Remove untracked or ignored paths, so what is left is exactly the commit."""
         for rel in paths:
             target = self.path / rel.rstrip("/")
             if target.is_symlink() or target.is_file():
@@ -440,12 +539,13 @@ class Workspace:
     def roll_back(
         self, candidate: Candidate | None, incumbent: str, *, kept: bool, fast: bool
     ) -> str | None:
-        """Leave the worktree exactly at `incumbent` for the next attempt.
+        """Leave the workspace exactly at `incumbent` for the next attempt.
 
         After an ordinary outcome (`fast`) only the candidate's own paths are undone;
-        otherwise, or if that fails, the whole worktree is reset. Returns why the fast way
-        failed, if it did.
+        otherwise, or if that fails, the whole workspace is reset. The proposer's `.git` is
+        made afresh either way. Returns why the fast way failed, if it did.
         """
+        self._check()
         problem = None
         if fast and candidate is not None:
             try:
@@ -453,6 +553,7 @@ class Workspace:
                     self.drop_candidate(candidate, incumbent)
                 self.drop_paths(candidate.ignored)
                 self.link_shares()
+                self._private_git(incumbent)
                 return None
             except GitError as exc:
                 problem = str(exc)
@@ -461,25 +562,101 @@ class Workspace:
         return problem
 
     def load_tree(self, commit: str) -> None:
-        """Make index and worktree `commit`'s tree while HEAD stays on the incumbent: the
+        """Make index and files `commit`'s tree while HEAD stays on the incumbent: the
         next `collect` finds it as the candidate."""
+        self._check()
         self.git.run("read-tree", "-u", "--reset", commit)
+        self._remember_index()
 
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
-        self.git.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
+        self.repo.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
+        self.git.run("update-ref", "--no-deref", "HEAD", commit)
 
     def record_ref(self, iteration: int, commit: str) -> None:
-        self.git.run("update-ref", self.attempt_ref(iteration), commit)
+        self.repo.run("update-ref", self.attempt_ref(iteration), commit)
 
     def escapes(self, rel: str) -> bool:
-        """True when `rel` is a symlink whose target lies outside the worktree."""
+        """True when `rel` is a symlink whose target lies outside the workspace."""
         target = self.path / rel
         if not target.is_symlink():
             return False
         resolved = os.path.realpath(target)
         base = os.path.realpath(self.path)
         return not (resolved == base or resolved.startswith(base + os.sep))
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read_small(path: Path) -> bytes | None:
+    """A small regular file's bytes, never following a link nor waiting on a pipe."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def _quote(name: str) -> str:
+    return name.replace("%", "%25").replace("/", "%2F")
+
+
+def _has_commit(clone: Path, commit: str) -> bool:
+    if not real_dir(clone):
+        return False
+    git = Git(clone.parent, args=[f"--git-dir={clone}"], env=isolated_env())
+    return git.ok("cat-file", "-e", f"{commit}^{{commit}}")
+
+
+def _clone(url: str, local: bool, clone: Path, commit: str) -> str:
+    """Clone `url` into the engine's folder `clone`; why not, or "" when it holds `commit`."""
+    remove(clone)
+    clone.parent.mkdir(parents=True, exist_ok=True)
+    config = ["protocol.file.allow=always"] if local else []
+    try:
+        Git(clone.parent, config=config).run("clone", "-q", "--bare", "--", url, str(clone))
+    except GitError as exc:
+        return str(exc)
+    if not _has_commit(clone, commit):
+        return f"{url} does not hold the recorded commit {commit[:12]}"
+    return ""
+
+
+def _make_private_git(
+    dotgit: Path,
+    objects: Path,
+    head: bytes,
+    refs: dict[str, str],
+    index: Path,
+    exclude: Path | None,
+) -> None:
+    """A `.git` folder for the proposer, made afresh: whatever was there (a link, a file
+    pointing elsewhere, hooks, config) is removed, never followed."""
+    remove(dotgit)
+    (dotgit / "objects" / "info").mkdir(parents=True)
+    (dotgit / "refs" / "heads").mkdir(parents=True)
+    (dotgit / "refs" / "tags").mkdir()
+    (dotgit / "info").mkdir()
+    write_file(dotgit / "objects" / "info" / "alternates", f"{objects}\n".encode())
+    write_file(dotgit / "HEAD", head)
+    write_file(dotgit / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+    for ref, commit in refs.items():
+        (dotgit / ref).parent.mkdir(parents=True, exist_ok=True)
+        write_file(dotgit / ref, f"{commit}\n".encode())
+    if index.is_file():
+        shutil.copyfile(index, dotgit / "index")
+    if exclude is not None:
+        shutil.copyfile(exclude, dotgit / "info" / "exclude")
 
 
 def head_of(root: Path) -> str:
@@ -544,8 +721,9 @@ def checkout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]
 def ensure_state_dir(root: Path) -> Path:
     """Create `.autoresearch/` so that it ignores itself."""
     base = root / ".autoresearch"
+    refuse_links(root, base)
     base.mkdir(exist_ok=True)
     ignore = base / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n", encoding="utf-8")
+    if not os.path.lexists(ignore) or ignore.is_symlink():
+        write_file(ignore, b"*\n")
     return base

@@ -61,7 +61,7 @@ def test_the_workspace_checks_out_the_submodule_without_touching_the_user(
     assert workspace.ensure(git(repo, "rev-parse", "HEAD").strip()) == []
     assert (workspace.path / "lib" / "weight.txt").read_text() == "4\n"
     gitdir = workspace.submodule_gitdirs()["lib"]
-    assert gitdir.is_relative_to(repo / ".git" / "worktrees"), "the clone is the workspace's own"
+    assert gitdir.is_relative_to(repo / ".autoresearch" / "toy"), "the clone is the engine's own"
     assert user_state(repo) == before
 
 

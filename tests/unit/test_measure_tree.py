@@ -50,9 +50,10 @@ def test_a_skip_worktree_file_is_measured_as_committed(tmp_path: Path) -> None:
 
     repo = repo_with(tmp_path, scope=["calc.py", "other.py"])
     record = run(repo, cheat)[-1]
-    assert record.metric == 7  # what the committed calc.py gives
-    assert git(repo, "show", f"{record.commit}:calc.py") == "N = 10\n"
-    assert record.status is Status.DISCARD
+    # The engine reads the files on disk, whatever the proposer's index says: the commit
+    # holds N = 3, and the number is what that committed calc.py gives.
+    assert git(repo, "show", f"{record.commit}:calc.py") == "N = 3\n"
+    assert record.metric == 0
 
 
 def test_an_assume_unchanged_file_is_measured_as_committed(tmp_path: Path) -> None:
@@ -64,7 +65,8 @@ def test_an_assume_unchanged_file_is_measured_as_committed(tmp_path: Path) -> No
 
     repo = repo_with(tmp_path, scope=["calc.py", "other.py"])
     record = run(repo, cheat)[-1]
-    assert record.metric == 7 and record.status is Status.DISCARD
+    assert git(repo, "show", f"{record.commit}:calc.py") == "N = 3\n"
+    assert record.metric == 0  # what the committed calc.py gives
 
 
 def test_a_smudge_filter_planted_in_the_repository_does_not_touch_the_measurement(

@@ -1,0 +1,100 @@
+"""Folders the engine made for itself, told apart from anything put in their place.
+
+Destructive git commands (`read-tree -u`, `clean -ffdx`, `restore`) and every write under
+`.autoresearch/` go only to a folder the engine created: it is remembered by device and
+inode when made, and checked with `lstat` (never following a link) before each use. A
+symbolic link, or another folder moved in at the same path, is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from autoresearch.errors import WorkspaceHijacked
+
+
+def remove(path: Path) -> None:
+    """Remove whatever is at `path` without following a link: a link is unlinked, a folder
+    removed with its contents (`rmtree` unlinks the links inside, never their targets)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def real_dir(path: Path) -> bool:
+    """True when `path` is a folder itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write a file of the engine's own: a link planted at its path is replaced, never
+    written through."""
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        remove(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+class OwnedDir:
+    """One folder the engine made; `check` refuses to go on if it was swapped."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path = path
+        self.what = what
+        self.identity: tuple[int, int] | None = None
+
+    def make(self) -> Path:
+        """Create the folder afresh (whatever was at its path is removed, not followed)."""
+        remove(self.path)
+        self.path.mkdir(parents=True)
+        self.remember()
+        return self.path
+
+    def remember(self) -> None:
+        st = os.lstat(self.path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise self._hijacked("is not a folder")
+        self.identity = (st.st_dev, st.st_ino)
+
+    def check(self) -> Path:
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            raise self._hijacked("was removed") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise self._hijacked("was replaced by a symbolic link")
+        if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != self.identity:
+            raise self._hijacked("was replaced by another folder")
+        return self.path
+
+    def _hijacked(self, what: str) -> WorkspaceHijacked:
+        return WorkspaceHijacked(
+            f"{self.what} {self.path} {what} while the campaign ran; the engine stopped "
+            "without touching it. Remove it and run again: the engine makes a fresh one."
+        )
+
+
+def refuse_links(base: Path, path: Path) -> None:
+    """Refuse when `path` or a folder between `base` and it is a symbolic link."""
+    current = path
+    while True:
+        if current.is_symlink():
+            raise WorkspaceHijacked(
+                f"{current} is a symbolic link; the engine writes only into folders of its "
+                "own. Remove the link and run again."
+            )
+        if current == base or current.parent == current:
+            return
+        current = current.parent
