@@ -18,6 +18,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
+from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
@@ -62,6 +63,8 @@ from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace
 
 PROPOSER_FAILURE_LIMIT = 3
+# A candidate screened out for what it touched keeps no ref: its content is not stored.
+REJECTED_CONTENT = frozenset({Status.SCOPE_VIOLATION, Status.TAMPERED})
 # After these outcomes only the attempt's own paths need undoing; anything unusual (a
 # signal, a tamper, a proposer that failed midway) gets a full reset.
 FAST_ROLLBACK = frozenset(
@@ -251,7 +254,14 @@ class Engine:
             self._count_proposer_failures(proposal)
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
+            if screened is not None and screened.status in REJECTED_CONTENT:
+                self.workspace.forget(iteration)  # its content is not kept under a ref
             steps = replace(steps, outcome=screened or self._measure(iteration, collected))
+            self.workspace.check()
+        except WorkspaceHijacked as exc:
+            # Nothing is rolled back: the folder is not the engine's any more.
+            steps = replace(steps, outcome=Screened(Status.TAMPERED, str(exc)))
+            return self._record(steps, before)
         except Interrupted:
             reason = "stopped by a signal during the attempt"
             steps = replace(steps, outcome=Screened(Status.INTERRUPTED, reason))

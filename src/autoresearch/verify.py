@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.attempt import AttemptRecord
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.decide import Rule
 from autoresearch.errors import AutoresearchError
@@ -103,6 +103,8 @@ def verify_campaign(
         found = repo.rev(ref)
         if found is None and record.iteration <= cleaned_through:
             continue
+        if found is None and record.status in (Status.SCOPE_VIOLATION, Status.TAMPERED):
+            continue  # a candidate rejected for what it touched keeps no ref
         if found is None:
             report.problems.append(f"iteration {record.iteration}: {ref} is missing")
         elif found != record.commit:
