@@ -83,7 +83,8 @@ def verify_campaign(
         records.append(record)
         numbers.append(number)
     report.records = len(records)
-    decision = _decision(root, state_dir, campaign)
+    state = StateFile(state_dir).read()
+    decision = _decision(root, state_dir, campaign, state.get("config"))
     if decision is not None:
         rule, direction = decision
         report.rule = rule.name
@@ -92,7 +93,6 @@ def verify_campaign(
                 f"line {numbers[finding.index]} (attempt {finding.iteration}): {finding.message}"
             )
     repo = Git(root)
-    state = StateFile(state_dir).read()
     # `autoresearch clean` removed the refs of the attempts logged before it ran.
     cleaned = state.get("cleaned_through")
     cleaned_through = cleaned if type(cleaned) is int else -1
@@ -123,14 +123,21 @@ def verify_campaign(
     return report
 
 
-def _decision(root: Path, state_dir: Path, campaign: Campaign | None) -> tuple[Rule, str] | None:
-    """The rule and direction the verdicts are re-derived with: the campaign's config."""
+def _decision(
+    root: Path, state_dir: Path, campaign: Campaign | None, recorded: object
+) -> tuple[Rule, str] | None:
+    """The rule and direction the verdicts are re-derived with: the campaign's config (the
+    file its last run named, else the default one), when it is this campaign's."""
     if campaign is None:
-        try:
-            campaign = load_campaign(root)
-        except AutoresearchError:
-            return None
-    if campaign.state_dir.resolve() != state_dir.resolve():
+        for explicit in (Path(recorded) if isinstance(recorded, str) else None, None):
+            try:
+                campaign = load_campaign(root, explicit)
+            except AutoresearchError:
+                continue
+            if campaign.state_dir.resolve() == state_dir.resolve():
+                break
+            campaign = None
+    if campaign is None or campaign.state_dir.resolve() != state_dir.resolve():
         return None
     direction = campaign.config.metric.direction
     if direction is None:
