@@ -167,20 +167,17 @@ def _verdict(record: AttemptRecord, fed: Fed, rule: Rule) -> list[str]:
         if fed.outcome is not expected:
             return [f"recorded {status}, but the rule gives {decided}"]
         return []
-    # The comparison asked for a sample that was not recorded.
-    wanted = "candidate" if fed.outcome is Side.CANDIDATE else "incumbent"
-    if extra:
-        return [
-            f"recorded {status}, but its samples are not in the order the rule takes them "
-            f"({_count(fed.left_candidate, fed.left_incumbent)} left when it asks for a "
-            f"{wanted} sample)"
-        ]
-    if status in DECIDED:
-        return [
-            f"recorded {status}, but samples are missing where the rule needs them: after "
-            f"{fed.runs} candidate run{_s(fed.runs)} it asks for a {wanted} sample"
-        ]
-    return []  # a failure cut the comparison short, as recorded
+    # The comparison asked for a sample that was not recorded: where a failed run cut it
+    # short, unless the status says it was decided or samples were recorded beyond it.
+    if not extra and status not in DECIDED:
+        return []
+    wanted = "a candidate" if fed.outcome is Side.CANDIDATE else "an incumbent"
+    beyond = f" ({_count(fed.left_candidate, fed.left_incumbent)} recorded beyond it)"
+    return [
+        f"recorded {status}, but samples are missing where the rule needs them: after "
+        f"{fed.runs} candidate run{_s(fed.runs)} it asks for {wanted} sample"
+        + (beyond if extra else "")
+    ]
 
 
 def _numbers(record: AttemptRecord, best: _Best) -> list[str]:

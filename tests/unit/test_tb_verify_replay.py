@@ -10,12 +10,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.decide import Rule
 from autoresearch.engine import Engine
@@ -185,15 +186,27 @@ def test_interrupted_and_killed_attempts_verify_clean(tmp_path: Path, rule: str)
     assert problems(repo) == []
 
 
-def test_the_ledgers_written_by_0_1_0_verify_clean() -> None:
-    strict = Rule("strict")
-    for name in ("ledger.jsonl", "toy_full.jsonl"):
-        records = Ledger.__new__(Ledger)
-        records.path = FIXTURES / name
-        assert replay(records.read(), strict, "minimize") == [], name
-    sequential = Ledger.__new__(Ledger)
-    sequential.path = FIXTURES / "sequential.jsonl"
-    assert replay(sequential.read(), Rule("sequential"), "minimize") == []
+def fixture(name: str) -> list[AttemptRecord]:
+    text = (FIXTURES / name).read_text()
+    return [AttemptRecord.from_json(json.loads(line)) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [("ledger.jsonl", "strict"), ("toy_full.jsonl", "strict"), ("sequential.jsonl", "sequential")],
+)
+def test_the_ledgers_written_by_0_1_0_verify_clean(name: str, rule: Any) -> None:
+    assert replay(fixture(name), Rule(rule), "minimize") == []
+
+
+def test_a_0_1_0_ledger_forged_is_named() -> None:
+    records = fixture("sequential.jsonl")
+    # The last keep, its incumbent sample taken away: the rule never decides without one.
+    records[-1] = replace(records[-1], incumbent_samples=records[-1].incumbent_samples[:-1])
+    assert [f.message for f in replay(records, Rule("sequential"), "minimize")] == [
+        "recorded keep, but samples are missing where the rule needs them: after 2 "
+        "candidate runs it asks for an incumbent sample (1 candidate sample recorded beyond it)"
+    ]
 
 
 def test_the_0_1_0_campaign_verifies_clean_with_its_refs(tmp_path: Path) -> None:
