@@ -140,6 +140,9 @@ confidence = 0.95
 [stop]
 max_iterations = {attempts}
 
+[sandbox]
+writable = ["{state_dir}"]  # the metric keeps its noise state beside the repository
+
 [proposer]
 kind = "command"
 command = "BENCH_PLAN={plan} {python} -E -s {proposer}"
@@ -182,6 +185,7 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
         (repo / "autoresearch.toml").write_text(
             CONFIG.format(
                 state=state,
+                state_dir=base,
                 python=sys.executable,
                 rule=rule,
                 attempts=attempts,

@@ -84,7 +84,13 @@ def run_campaign(
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = CONFIG.format(
-        state="s", python="python", rule=rule, attempts=attempts, plan="p", proposer="p"
+        state="s",
+        state_dir="s",
+        python="python",
+        rule=rule,
+        attempts=attempts,
+        plan="p",
+        proposer="p",
     )
     config = parse_config("bench", tomllib.loads(text))
     nowhere = Path("/nonexistent")

@@ -23,6 +23,7 @@ from pydantic import (
 from autoresearch.decide import Rule
 from autoresearch.errors import ConfigError
 from autoresearch.llm import ChatSettings
+from autoresearch.sandbox import DEFAULT_DENY_READ
 from autoresearch.scope import PathMatcher, glob_problem
 
 CONFIG_FILE = "autoresearch.toml"
@@ -168,6 +169,11 @@ class SandboxConfig(_Strict):
     # CPU-time limit per command (0 = off); at most about 30 years
     cpu_seconds: Int = Field(default=0, ge=0, le=1_000_000_000)
     network: bool = True  # false: metric and guard run without network (needs unshare)
+    # "auto": bubblewrap where it works, else none with a warning; "bwrap": refuse without it
+    isolation: Literal["auto", "bwrap", "none"] = "auto"
+    # paths a sandboxed command may not read (default: the usual credential folders)
+    deny_read: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY_READ))
+    writable: list[str] = Field(default_factory=list)  # more paths a sandboxed command may write
 
 
 class TrackingConfig(_Strict):

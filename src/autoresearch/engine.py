@@ -156,6 +156,7 @@ class Engine:
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
         mark_running(self.state, self.campaign, self.max_iterations)
+        self.state.update(isolation=self.executor.isolation)
         repaired = self.ledger.repair()
         if repaired:
             self.warn(repaired)

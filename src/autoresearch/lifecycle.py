@@ -14,7 +14,8 @@ from typing import Any
 from filelock import FileLock
 
 from autoresearch.config import Campaign
-from autoresearch.executors import Executor, ExecutorSetup
+from autoresearch.executors import Executor
+from autoresearch.executors.base import executor_setup
 from autoresearch.startup import lock_campaign
 from autoresearch.workspace import ensure_state_dir
 
@@ -70,12 +71,7 @@ class Lifecycle:
         self.lock = lock_campaign(self.campaign)
         try:
             self._signals()
-            setup = ExecutorSetup(
-                self.campaign.state_dir,
-                network=self.campaign.config.sandbox.network,
-                source=self.campaign.display_path(),
-            )
-            for warning in self.executor.start(setup):
+            for warning in self.executor.start(executor_setup(self.campaign)):
                 self.warn(warning)
         except BaseException:
             self.__exit__(None, None, None)

@@ -13,18 +13,18 @@ from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.evaluation import measurement_env
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
-from autoresearch.executors.base import OK
+from autoresearch.executors.base import OK, executor_setup
 from autoresearch.gitcmd import Git
 from autoresearch.integrity import harness_files
 from autoresearch.judge import Judge
 from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
+from autoresearch.sandbox import isolation_text
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
-# Where metric, guard and proposer run. One line, so that a sandbox, when there is one,
-# changes only this.
-# "none": the proposer, metric and guard run as the user, in the campaign's worktree.
+# What `check` says before it knows: `run_check` replaces it with the isolation in force
+# for the metric and guard (`sandbox.isolation_text`).
 ISOLATION = "none"
 
 
@@ -128,6 +128,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
     campaign.state_dir.mkdir(parents=True, exist_ok=True)
     repo = Git(campaign.root)
     repo.run("worktree", "add", "-q", "--detach", "-f", str(scratch), commit)
+    executor = LocalExecutor()
     try:
         view = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
         view.path = scratch
@@ -140,7 +141,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             proposer=missing or proposer_check(proposer, kind, scratch, offline),
             decision=decision_text(cfg),
         )
-        executor = LocalExecutor()
+        executor.start(executor_setup(campaign))
+        report.isolation = isolation_text(cfg.sandbox.isolation)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
         env["AUTORESEARCH_WORKSPACE"] = str(scratch)
@@ -176,6 +178,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
     finally:
         if proposer is not None:
             proposer.close()
+        executor.close()
         repo.run("worktree", "remove", "--force", str(scratch), check=False)
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)

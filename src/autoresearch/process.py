@@ -238,16 +238,20 @@ def run_command(
     log_cap: int = LOG_CAP_BYTES,
     limits: Limits | None = None,
     child: ChildRecord | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> CommandResult:
     """Run `command` with bash in its own process group; never leave processes behind.
 
-    `child`, when given, holds the group's id while the command runs.
+    `child`, when given, holds the group's id while the command runs. `wrap` turns the
+    command line into one that runs inside a sandbox (which then also keeps the network
+    out when `limits.network` is false).
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     limits = limits or Limits()
     start = time.monotonic()
+    argv = wrap(["bash", "-c", command]) if wrap is not None else limits.argv(command)
     proc = subprocess.Popen(
-        limits.argv(command),
+        argv,
         preexec_fn=limits.preexec(),
         cwd=cwd,
         env=dict(env),

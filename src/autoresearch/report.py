@@ -168,6 +168,8 @@ def gather(state_dir: Path) -> dict[str, Any]:
             "harness_commit": records[0].commit,
             "fingerprint": fingerprint.get("settings"),
             "harness_files": fingerprint.get("files", {}),
+            # the isolation the metric and guard ran in (a campaign of 0.1.0 had none)
+            "isolation": state.get("isolation") or "none",
         },
     }
 
@@ -233,6 +235,7 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         f"- platform: {env['platform']}",
         f"- harness at commit: {env['harness_commit']}",
         f"- judge fingerprint: {env['fingerprint']}",
+        f"- isolation of metric and guard: {md_text(env['isolation'])}",
     ]
     for name, digest in sorted(env["harness_files"].items()):
         lines.append(f"- {md_text(name)}: sha256 {digest}")

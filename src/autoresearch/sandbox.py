@@ -21,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from autoresearch.errors import ConfigError
+
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
 DEFAULT_DENY_READ = (
     "~/.ssh",
@@ -125,6 +127,12 @@ class Bwrap:
         ]
         if not boundary.network:
             args.append("--unshare-net")
+        # Later mounts cover earlier ones: writable paths first, so that hiding wins over a
+        # writable folder that holds a hidden one; then what is shown again; then the
+        # command's own folders.
+        for path in boundary.writable:
+            if path.exists():
+                args += ["--bind", str(path), str(path)]
         for path in boundary.hidden:
             if path.is_dir():
                 args += ["--tmpfs", str(path)]
@@ -133,7 +141,7 @@ class Bwrap:
         for path in boundary.readonly:
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
-        for path in (*boundary.writable, boundary.tmpdir, boundary.workdir):
+        for path in (boundary.tmpdir, boundary.workdir):
             args += ["--bind", str(path), str(path)]
         args += ["--chdir", str(boundary.workdir), "--", *argv]
         return args
@@ -161,3 +169,53 @@ def bwrap_problem(executable: str = "bwrap") -> str | None:
 
 def deny_read_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
     return tuple(Path(os.path.expanduser(p)).resolve() for p in patterns)
+
+
+UNPROTECTED = (
+    "commands run without isolation: candidate code can read your checkout and files such "
+    "as ~/.ssh, leave processes behind, and see the engine's processes"
+)
+
+
+def choose_sandbox(
+    isolation: str, source: str, executable: str = "bwrap"
+) -> tuple[Sandbox, str | None]:
+    """The sandbox `[sandbox] isolation` asks for, and a warning when "auto" finds none.
+    "bwrap" without a working bubblewrap is refused (ConfigError)."""
+    if isolation == "none":
+        return NoSandbox(), None
+    problem = bwrap_problem(executable)
+    if problem is None:
+        return Bwrap(executable), None
+    if isolation == "bwrap":
+        raise ConfigError(
+            f"{source}: key 'sandbox.isolation': \"bwrap\" needs bubblewrap, which cannot run "
+            f'here ({problem}); install it (apt install bubblewrap) or set isolation = "auto".'
+        )
+    return NoSandbox(), f"{UNPROTECTED} ({problem})"
+
+
+def isolation_text(isolation: str) -> str:
+    """What `check` and the report say about `[sandbox] isolation` on this machine."""
+    if isolation == "none":
+        return 'none (isolation = "none")'
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    return f"none ({problem})"
+
+
+def interpreter_dirs(path_env: str, root: Path) -> tuple[Path, ...]:
+    """Folders of the user's checkout that PATH runs programs from (a `.venv` inside the
+    repository, say): shown read-only, so that `python` still starts when the checkout is
+    hidden. A `bin` folder brings its parent (the environment) along."""
+    found: list[Path] = []
+    base = root.resolve()
+    for entry in path_env.split(os.pathsep):
+        if not entry:
+            continue
+        folder = Path(entry).resolve()
+        if folder == base or not folder.is_relative_to(base):
+            continue
+        found.append(folder.parent if folder.name in ("bin", "Scripts") else folder)
+    return tuple(dict.fromkeys(found))

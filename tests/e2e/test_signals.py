@@ -93,6 +93,9 @@ def test_sigkill_mid_attempt_is_recovered(tmp_path: Path, cli: Runner, phase: st
                     "metric.target": None,
                     "stop.max_iterations": 3,
                     "proposer.command": f"bash {proposer}",
+                    # The recorded process group is what a killed engine leaves to clean
+                    # up without a sandbox (bubblewrap's dies with the engine by itself).
+                    "sandbox.isolation": "none",
                 },
             ),
         },

@@ -6,12 +6,13 @@ clock); the proposer, metric and guard are real processes."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from campaigns import script_campaign
-from conftest import Runner, alive, git, ledger, snapshot, statuses
+from conftest import Runner, git, ledger, snapshot, statuses
 
 
 def test_maximize_keeps_only_higher(tmp_path: Path, invoke: Runner) -> None:
@@ -35,18 +36,18 @@ def test_equal_is_not_better(tmp_path: Path, invoke: Runner) -> None:
 
 
 def test_metric_timeout_is_logged_and_rolled_back(tmp_path: Path, invoke: Runner) -> None:
-    pid_file = tmp_path / "metric.pid"
+    beat = tmp_path / "heartbeat"
     repo = script_campaign(
         tmp_path,
         "sed -i 's/^N = .*/N = 1/' calc.py\n",
         bench=(
-            "import calc, time, os, pathlib\n"
+            "import calc, time, pathlib\n"
             "if calc.N == 1:\n"
-            f"    pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
-            "    time.sleep(60)\n"
+            "    for i in range(1200):\n"
+            f"        pathlib.Path({str(beat)!r}).write_text(str(i)); time.sleep(0.05)\n"
             "print(calc.N)\n"
         ),
-        **{"metric.timeout": 1, "stop.max_iterations": 1},
+        **{"metric.timeout": 1, "stop.max_iterations": 1, "sandbox.writable": [str(tmp_path)]},
     )
     result = invoke(repo, "run")
     assert result.returncode == 0, result.stderr
@@ -54,8 +55,10 @@ def test_metric_timeout_is_logged_and_rolled_back(tmp_path: Path, invoke: Runner
     assert records[1]["status"] == "timeout"
     assert "timed out" in records[1]["reason"]
     assert git(repo, "show", "autoresearch/t:calc.py") == "N = 10\n"
-    # The timed-out metric was killed, not left to finish its sleep.
-    assert not alive(int(pid_file.read_text()))
+    # The timed-out metric was killed, not left to go on: its heartbeat has stopped.
+    last = beat.read_text()
+    time.sleep(0.5)
+    assert beat.read_text() == last
 
 
 def test_metric_without_number_or_nan_is_a_crash(tmp_path: Path, invoke: Runner) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from autoresearch.sandbox import bwrap_problem
 from autoresearch.testing.fake_openai import FakeOpenAI, serve
 from campaigns import campaign_toml
 from conftest import Runner, make_repo
@@ -47,11 +48,13 @@ def test_a_committed_script_and_the_rule_and_isolation_are_shown(
     assert result.returncode == 0, result.stderr
     assert "proposer: command, runs " in result.stdout and "propose.sh" in result.stdout
     assert "decision: sequential" in result.stdout
-    assert "isolation: none" in result.stdout
+    # bubblewrap where it works (the default, isolation = "auto"), else none and why
+    expected = "bwrap" if bwrap_problem() is None else f"none ({bwrap_problem()})"
+    assert f"isolation: {expected}" in result.stdout
     code, data = check_json(invoke, repo)
     assert code == 0 and data["ok"] is True
     assert data["proposer"]["ok"] is True and data["proposer"]["kind"] == "command"
-    assert data["decision"].startswith("sequential") and data["isolation"] == "none"
+    assert data["decision"].startswith("sequential") and data["isolation"] == expected
 
 
 @pytest.mark.parametrize(

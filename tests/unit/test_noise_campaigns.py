@@ -37,6 +37,9 @@ max_samples = 6
 [stop]
 max_iterations = {max_iterations}
 
+[sandbox]
+writable = ["{outside}"]
+
 [proposer]
 kind = "command"
 command = "bash {proposer}"
@@ -68,6 +71,7 @@ def noisy_repo(tmp_path: Path, rule: str, max_iterations: int = 4) -> tuple[Path
                 rule=rule,
                 proposer=proposer,
                 max_iterations=max_iterations,
+                outside=tmp_path,
             ),
         },
     )

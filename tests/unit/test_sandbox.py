@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch.sandbox import bwrap_problem
 from campaigns import campaign_toml
 from conftest import Runner, ledger, make_repo
 
@@ -34,7 +35,22 @@ def sandbox_repo(
     )
 
 
-def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, invoke: Runner) -> None:
+@pytest.mark.parametrize(
+    "isolation,seen_by_metric",
+    [
+        # Without a sandbox, secret-looking names are removed (a denylist).
+        ("none", "['AR_TEST_PASSED_TOKEN', 'AR_TEST_PLAIN']"),
+        # In the sandbox the environment is an allowlist: only what pass_env names.
+        pytest.param(
+            "bwrap",
+            "['AR_TEST_PASSED_TOKEN']",
+            marks=pytest.mark.skipif(bwrap_problem() is not None, reason="no bubblewrap"),
+        ),
+    ],
+)
+def test_secrets_are_not_passed_to_the_metric_unless_listed(
+    tmp_path: Path, invoke: Runner, isolation: str, seen_by_metric: str
+) -> None:
     bench = (
         "import os\n"
         "print('seen:', sorted(k for k in os.environ if k.startswith('AR_TEST')))\n"
@@ -44,7 +60,7 @@ def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, invo
     repo = sandbox_repo(
         tmp_path,
         bench,
-        {"pass_env": ["AR_TEST_PASSED_TOKEN"]},
+        {"pass_env": ["AR_TEST_PASSED_TOKEN"], "isolation": isolation},
         proposer=f"env | grep ^AR_TEST | sort > {seen}",
     )
     env = {
@@ -55,7 +71,7 @@ def test_secrets_are_not_passed_to_the_metric_unless_listed(tmp_path: Path, invo
     }
     assert invoke(repo, "run", env=env).returncode == 0
     out = (repo / ".autoresearch/s/logs/0000-metric-1.out").read_text()
-    assert "['AR_TEST_PASSED_TOKEN', 'AR_TEST_PLAIN']" in out
+    assert seen_by_metric in out
     # The proposer (an agent needs its API key) gets the whole environment.
     assert seen.read_text().count("AR_TEST_") == 4
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from autoresearch.attempt import Status
-from autoresearch.config import MetricConfig
+from autoresearch.config import Campaign, MetricConfig
 from autoresearch.process import Limits
 
 OK: Literal["ok"] = "ok"
@@ -56,6 +56,12 @@ class ExecutorSetup:
     state_dir: Path  # the campaign's own folder (`.autoresearch/<name>`)
     network: bool = True  # `[sandbox] network`: false asks for runs without network
     source: str = "autoresearch.toml"  # the config file, as messages name it
+    root: Path | None = None  # the user's checkout: hidden from sandboxed commands
+    isolation: str = "none"  # `[sandbox] isolation`: auto, bwrap or none
+    deny_read: tuple[str, ...] = ()  # more paths hidden from sandboxed commands
+    writable: tuple[str, ...] = ()  # more paths sandboxed commands may write
+    share: tuple[str, ...] = ()  # shared paths of the checkout, shown read-only
+    pass_env: tuple[str, ...] = ()  # environment names passed beside the allowlist
 
 
 class Executor(Protocol):
@@ -66,6 +72,11 @@ class Executor(Protocol):
         campaign's settings cannot be honoured here."""
         return []
 
+    @property
+    def isolation(self) -> str:
+        """The isolation in force for the commands it runs (after `start`)."""
+        return "none"
+
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement: ...
@@ -73,6 +84,22 @@ class Executor(Protocol):
     def close(self) -> None:
         """Release what `start` took. Safe to call more than once, or without `start`."""
         return None
+
+
+def executor_setup(campaign: Campaign) -> ExecutorSetup:
+    """What an executor learns of `campaign` before its first run."""
+    sandbox = campaign.config.sandbox
+    return ExecutorSetup(
+        campaign.state_dir,
+        network=sandbox.network,
+        source=campaign.display_path(),
+        root=campaign.root,
+        isolation=sandbox.isolation,
+        deny_read=tuple(sandbox.deny_read),
+        writable=tuple(sandbox.writable),
+        share=tuple(campaign.config.share),
+        pass_env=tuple(sandbox.pass_env),
+    )
 
 
 def metric_spec(metric: MetricConfig, limits: Limits | None = None) -> CommandSpec:

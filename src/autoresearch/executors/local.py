@@ -1,7 +1,10 @@
-"""Run measurements in the campaign's worktree on this machine, one at a time."""
+"""Run measurements on this machine, one at a time, in the folder the engine gives (the
+measurement folder), inside the OS sandbox where one is available."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from autoresearch.attempt import Status
@@ -9,6 +12,15 @@ from autoresearch.errors import ConfigError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
 from autoresearch.process import ChildRecord, network_isolation_problem, run_command
 from autoresearch.readout import MetricParseError, read_metric
+from autoresearch.sandbox import (
+    Boundary,
+    NoSandbox,
+    Sandbox,
+    allowed_env,
+    choose_sandbox,
+    deny_read_paths,
+    interpreter_dirs,
+)
 
 CHILD_RECORD = "child.pgid"
 
@@ -33,6 +45,12 @@ class LocalExecutor(Executor):
 
     def __init__(self, child: ChildRecord | None = None) -> None:
         self.child = child
+        self.sandbox: Sandbox = NoSandbox()
+        self.setup: ExecutorSetup | None = None
+
+    @property
+    def isolation(self) -> str:
+        return self.sandbox.name
 
     def start(self, setup: ExecutorSetup) -> list[str]:
         if self.child is None:
@@ -42,7 +60,11 @@ class LocalExecutor(Executor):
         leftover = self.child.kill_leftover()
         if leftover:
             warnings.append(leftover_warning(leftover))
-        if not setup.network:
+        self.setup = setup
+        self.sandbox, warning = choose_sandbox(setup.isolation, setup.source)
+        if warning:
+            warnings.append(warning)
+        if not setup.network and isinstance(self.sandbox, NoSandbox):
             problem = network_isolation_problem()
             if problem:
                 raise ConfigError(network_refused(setup.source, problem))
@@ -50,10 +72,20 @@ class LocalExecutor(Executor):
 
     def close(self) -> None:
         self.child = None
+        self.sandbox = NoSandbox()
 
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement:
+        wrap = None
+        if not isinstance(self.sandbox, NoSandbox) and self.setup is not None:
+            boundary = measurement_boundary(self.setup, workspace, env, spec.limits.network)
+            sandbox = self.sandbox
+            env = sandbox.environment(boundary)
+
+            def wrap(argv: list[str]) -> list[str]:
+                return sandbox.command(argv, boundary)
+
         result = run_command(
             spec.command,
             cwd=workspace,
@@ -63,6 +95,7 @@ class LocalExecutor(Executor):
             stderr_path=log_stem.with_suffix(".err"),
             limits=spec.limits,
             child=self.child,
+            wrap=wrap,
         )
         if result.timed_out:
             return Measurement(
@@ -84,3 +117,28 @@ class LocalExecutor(Executor):
         except MetricParseError as exc:
             return Measurement(Status.CRASH, None, result.seconds, str(exc), result.stdout_path)
         return Measurement(OK, value, result.seconds, "", result.stdout_path)
+
+
+def measurement_boundary(
+    setup: ExecutorSetup, workdir: Path, env: dict[str, str], network: bool
+) -> Boundary:
+    """What a metric or guard run may see: its folder (read-write), a fresh private TMPDIR,
+    the machine read-only minus the user's checkout (which holds `.autoresearch/`) and the
+    credential folders; the shared paths and the checkout's interpreters read-only."""
+    tmpdir = setup.state_dir / "tmp"
+    if tmpdir.is_symlink() or tmpdir.is_file():
+        tmpdir.unlink()
+    elif tmpdir.exists():
+        shutil.rmtree(tmpdir)
+    tmpdir.mkdir(parents=True)
+    root = setup.root or workdir
+    shared = tuple((root / item.strip().rstrip("/")).resolve() for item in setup.share)
+    return Boundary(
+        workdir=workdir,
+        tmpdir=tmpdir,
+        hidden=(root.resolve(), *deny_read_paths(setup.deny_read)),
+        readonly=(*shared, *interpreter_dirs(env.get("PATH", ""), root)),
+        writable=tuple(Path(os.path.expanduser(p)).resolve() for p in setup.writable),
+        network=network,
+        env=allowed_env(env, setup.pass_env),
+    )
