@@ -112,7 +112,7 @@ class Workspace:
         self.own_gitdir = OwnedDir(self.gitdir, "the workspace's git directory")
         self._git: Git | None = None
         self._objects: Path | None = None
-        self._index_digest: str | None = None
+        self._index_digest: tuple[int, int, int, int] | None = None
         self._submodules: list[tuple[str, str]] = []
         self._clones: dict[str, Path] = {}
         self._private_head: str | None = None
@@ -189,7 +189,7 @@ class Workspace:
     def _head(self) -> str:
         return self.git.run("rev-parse", "HEAD").strip()
 
-    def _check(self) -> None:
+    def check(self) -> None:
         """Refuse to touch a workspace or git directory that is not the one the engine
         made (a link, or another folder moved in): nothing is written, the run halts."""
         refuse_links(self.root, self.state_dir)
@@ -385,7 +385,7 @@ class Workspace:
 
     def reset_to(self, commit: str) -> None:
         """Point the branch at `commit` and make the workspace exactly that commit."""
-        self._check()
+        self.check()
         self.git.run("update-ref", "--no-deref", "HEAD", commit)
         if self.branch_commit() != commit:
             self.repo.run("update-ref", self.branch_ref, commit)
@@ -394,7 +394,7 @@ class Workspace:
     def restore(self) -> None:
         """Drop everything in the workspace that is not in HEAD's commit; the proposer's
         `.git` is made afresh."""
-        self._check()
+        self.check()
         git = self.git
         head = self._head()
         git.run("read-tree", "--reset", "-u", head)
@@ -419,7 +419,11 @@ class Workspace:
             "-uall",
             "--ignored=matching",
             "--ignore-submodules=all",
+            # The engine's own index may be refreshed: files checked out in the second the
+            # index was written would otherwise be hashed again by every scan.
+            extra_env={"GIT_OPTIONAL_LOCKS": "1"},
         )
+        self._remember_index()
         scan = Scan()
         for entry in _split_nul(raw):
             kind = entry[0]
@@ -452,7 +456,7 @@ class Workspace:
         proposer did to its `.git` (commits, resets, branches, index flags, filters) is
         not looked at, beyond noting that it moved HEAD.
         """
-        self._check()
+        self.check()
         moved = self._agent_moved()
         git = self.git
         self._trust_index(incumbent)
@@ -489,7 +493,7 @@ class Workspace:
     def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
         """Put index and files back to the incumbent for the paths the candidate changed."""
         if candidate.changes:
-            self._check()
+            self.check()
             self.git.run_bytes(
                 "restore",
                 "-q",
@@ -545,7 +549,7 @@ class Workspace:
         otherwise, or if that fails, the whole workspace is reset. The proposer's `.git` is
         made afresh either way. Returns why the fast way failed, if it did.
         """
-        self._check()
+        self.check()
         problem = None
         if fast and candidate is not None:
             try:
@@ -564,7 +568,7 @@ class Workspace:
     def load_tree(self, commit: str) -> None:
         """Make index and files `commit`'s tree while HEAD stays on the incumbent: the
         next `collect` finds it as the candidate."""
-        self._check()
+        self.check()
         self.git.run("read-tree", "-u", "--reset", commit)
         self._remember_index()
 
@@ -586,11 +590,14 @@ class Workspace:
         return not (resolved == base or resolved.startswith(base + os.sep))
 
 
-def _digest(path: Path) -> str | None:
+def _digest(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes whenever anyone writes the file: git replaces the index by a rename (a
+    new inode), and a write in place moves its change time, which no one can set back."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        st = os.lstat(path)
     except OSError:
         return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _read_small(path: Path) -> bytes | None:
