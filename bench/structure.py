@@ -34,16 +34,36 @@ def functions(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def status_literals(path: Path, tree: ast.AST) -> list[tuple[int, str]]:
-    """String constants spelling a status, Python and embedded page code alike."""
-    found = []
-    for node in ast.walk(tree):
+    """Strings spelling a status where code decides by status: compared with something
+    (`== "keep"`, `in ("keep", "discard")`), or the keys of a table by status; and quoted
+    statuses in page code held in a Python string. A JSON key or a config key that happens
+    to share a status's name ("baseline", "timeout") is not a status literal."""
+    found: list[tuple[int, str]] = []
+
+    def strings(node: ast.AST) -> list[ast.Constant]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value in STATUSES:
-                found.append((node.lineno, node.value))
-            else:  # JavaScript or HTML held in a Python string
-                for quoted in re.findall(r"[\"']([a-z_]+)[\"']", node.value):
-                    if quoted in STATUSES:
-                        found.append((node.lineno, quoted))
+            return [node]
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return [c for e in node.elts for c in strings(e)]
+        return []
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                found += [(c.lineno, c.value) for c in strings(side) if c.value in STATUSES]
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+            named = [k for k in keys for c in strings(k) if c.value in STATUSES]
+            if len(named) >= 2:
+                found += [(k.lineno, k.value) for k in named if isinstance(k, ast.Constant)]
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and ("function" in node.value or "=>" in node.value)  # page code
+        ):
+            for quoted in re.findall(r"[\"']([a-z_]+)[\"']", node.value):
+                if quoted in STATUSES:
+                    found.append((node.lineno, quoted))
     return found
 
 
