@@ -736,7 +736,7 @@ def test_daemon_holding_the_metric_pipes(tmp_path: Path, isolation: str, mark: s
 def test_metric_that_ignores_sigterm_and_never_ends(
     tmp_path: Path, isolation: str, mark: str
 ) -> None:
-    timeout = 2
+    timeout = 1
     attack = (
         "    cat > calc.py <<'EOF'\nimport os\nN = 7\n"
         f"os.execvp('bash', ['bash', '-c', \"trap '' TERM; exec -a {mark} sleep 300\"])\nEOF"
@@ -758,7 +758,7 @@ def test_proposer_leaves_a_daemon(tmp_path: Path, isolation: str, mark: str) -> 
 
 @pytest.mark.parametrize("isolation", modes(none=PROPOSER_PIPES, bwrap=PROPOSER_PIPES))
 def test_proposer_daemon_holding_its_pipes(tmp_path: Path, isolation: str, mark: str) -> None:
-    timeout = 2
+    timeout = 1
     attack = HONEST + f"\n    setsid {daemon(mark)} &\n    sleep 0.2"
     repo, _ = user_repo(tmp_path, isolation, {1: attack}, **{"proposer.timeout": timeout})
     outcome = run(repo, reap=(mark, timeout + 5.5))
