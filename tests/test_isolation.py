@@ -882,7 +882,7 @@ def test_candidate_reads_ssh_keys(
     assert SSH_SECRET.encode() not in everything_written(repo)
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes())
 def test_link_planted_at_a_log_path_points_the_engine_at_a_user_file(
     tmp_path: Path, isolation: str
 ) -> None:

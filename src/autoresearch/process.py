@@ -86,6 +86,17 @@ def _read_text(path: Path) -> str:
         return ""
 
 
+def _open_log(path: Path) -> BinaryIO:
+    """A log file opened for writing without following a link planted at its path: the
+    link is removed, so output never lands in the file it pointed at."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        if path.is_dir() and not path.is_symlink():
+            raise OSError(f"{path} is a folder, not a log file")
+        path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
+
+
 class _Pump(threading.Thread):
     """Copies a pipe to a file, keeping the first and last `cap/2` bytes only."""
 
@@ -100,7 +111,7 @@ class _Pump(threading.Thread):
     def run(self) -> None:
         tail: deque[bytes] = deque()
         tail_size = 0
-        with open(self.dest, "wb") as out:
+        with _open_log(self.dest) as out:
             while True:
                 try:
                     chunk = self.source.read1(65536)  # type: ignore[attr-defined]
