@@ -354,7 +354,8 @@ def _too_deep_text(text: str) -> bool:
             dots += 1
         elif c in "=,\n":
             dots = 0
-        if depth > MAX_DEPTH or dots > MAX_DEPTH:
+        # n dots in a key or header make n + 1 levels
+        if depth > MAX_DEPTH or dots >= MAX_DEPTH:
             return True
         i += 1
     return False
