@@ -36,7 +36,16 @@ from autoresearch.summary import summarize
 # What `clean` removes from a campaign's folder: the worktree and what measuring and
 # proposing wrote. The ledger, results.tsv, state.json, the reports and a proposer's own
 # state (an Optuna journal, ideas) stay: they are the campaign's record.
-REMOVED = ("worktree", "logs", "prompts")
+REMOVED = (
+    "worktree",
+    "logs",
+    "prompts",
+    "workspace.git",
+    "measure",
+    "measure.git",
+    "modules",
+    "tmp",
+)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ run writes is thrown away before the next one.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from autoresearch.errors import GitError
 from autoresearch.gitcmd import Git
+from autoresearch.owned import OwnedDir
 
 GIT_CONFIG = (
     "core.hooksPath=/dev/null",
@@ -55,6 +55,10 @@ class MeasureTree:
         self.submodules = submodules
         self.path = path
         self.gitdir = path.with_name(path.name + ".git")
+        # Both folders are checked before every destructive git command: a folder swapped
+        # for a link (into the user's checkout, say) is refused, never written through.
+        self._folder = OwnedDir(path, "the measurement folder")
+        self._git_folder = OwnedDir(self.gitdir, "the measurement git folder")
         self.share = [s.strip().rstrip("/") for s in share]
         self.exclude_file = exclude_file
         self.current: str | None = None
@@ -73,11 +77,7 @@ class MeasureTree:
         """A git directory holding only a pointer to the repository's objects."""
         objects = Git(self.root).run("rev-parse", "--git-path", "objects").strip()
         source = (self.root / objects).resolve()
-        gitdir = self.gitdir
-        if gitdir.is_symlink() or gitdir.is_file():
-            gitdir.unlink()
-        elif gitdir.exists():
-            shutil.rmtree(gitdir)
+        gitdir = self._git_folder.make()
         (gitdir / "objects" / "info").mkdir(parents=True)
         (gitdir / "refs").mkdir()
         (gitdir / "objects" / "info" / "alternates").write_text(f"{source}\n", encoding="utf-8")
@@ -93,7 +93,9 @@ class MeasureTree:
 
     def show(self, commit: str) -> None:
         """Make the folder exactly `commit`'s tree (plus the shared paths' links)."""
-        if self.current == commit and self.path.is_dir():
+        if self.current is not None:
+            self._check()
+        if self.current == commit:
             return
         index = self.gitdir / "index"
         if self.current is None or not index.is_file() or not self.path.is_dir():
@@ -111,6 +113,7 @@ class MeasureTree:
         """Undo what a run wrote: tracked files back to the commit, everything else gone."""
         if self.current is None:
             return
+        self._check()
         self._run("read-tree", "--reset", "-u", self.current)
         args = ["clean", "-ffdxq"]
         for item in self.share:
@@ -145,13 +148,13 @@ class MeasureTree:
                 extra_env={"GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1"},
             )
 
+    def _check(self) -> None:
+        self._folder.check()
+        self._git_folder.check()
+
     def _rebuild(self, commit: str) -> None:
-        if self.path.is_symlink() or self.path.is_file():
-            self.path.unlink()
-        elif self.path.exists():
-            shutil.rmtree(self.path)
+        self._folder.make()
         (self.gitdir / "index").unlink(missing_ok=True)
-        self.path.mkdir(parents=True)
         self._run("read-tree", "--reset", "-u", commit)
 
     def _link_shares(self) -> None:

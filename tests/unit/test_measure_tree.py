@@ -153,3 +153,29 @@ def test_the_tree_moves_by_changed_paths_and_rebuilds_when_damaged(tmp_path: Pat
     (tree.gitdir / "index").unlink()  # damaged: rebuilt from scratch
     tree.show(first)
     assert (tree.path / "a.txt").read_text() == "1\n" and (tree.path / "b" / "c.txt").exists()
+
+
+def test_a_measurement_folder_swapped_for_a_link_is_never_written_through(
+    tmp_path: Path,
+) -> None:
+    from conftest import snapshot
+
+    # The candidate, while measured (no sandbox), moves its folder away and leaves a link
+    # to the user's checkout in its place: the engine's clean-up must not run there.
+    swap = (
+        "N = 10\nimport os, pathlib\nhere = pathlib.Path.cwd()\n"
+        "os.rename(here, here.with_name('elsewhere'))\n"
+        "os.symlink(here.parents[2], here)\n"
+    )
+
+    def attack(workspace: Path) -> Proposal:
+        (workspace / "calc.py").write_text(swap)
+        return Proposal(description="swap the measurement folder")
+
+    repo = repo_with(tmp_path, **{"sandbox.isolation": "none"})
+    (repo / ".env").write_text("TOKEN=mine\n")  # untracked, like a user's secrets
+    before = snapshot(repo)
+    records = run(repo, attack, iterations=2)
+    assert records[-1].status is Status.TAMPERED
+    assert "measurement folder" in (records[-1].reason or "")
+    assert snapshot(repo) == before
