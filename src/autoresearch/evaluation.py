@@ -16,13 +16,13 @@ from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import Comparison, Pool, Side, Verdict, estimate, explain
+from autoresearch.decide import Comparison, Side, Verdict, estimate, explain
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
 from autoresearch.measure_tree import MeasureTree, Tree
 from autoresearch.process import Limits
-from autoresearch.summary import sample_groups
+from autoresearch.sample_book import SampleBook
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -128,49 +128,26 @@ class Evaluator:
             if cfg.guard
             else None
         )
-        # Samples of each version of the code measured so far, for the pooled noise.
-        self.groups: dict[str, list[float]] = {}
-        # How many of a kept commit's samples were taken to select it. They are biased
-        # in its favour (it was kept because they looked good), so comparisons use only
-        # its later re-measurements.
-        self.selected: dict[str, int] = {}
-        # How many of a commit's samples were taken when it was measured itself (as the
-        # baseline or as a candidate); the rest are re-measurements as the incumbent.
-        self.own: dict[str, int] = {}
+        # The samples of every version of the code: the pooled noise, the reference.
+        self.book = SampleBook(self.rule, self.direction)
 
     # -- bookkeeping --------------------------------------------------------------------
 
     def load(self, records: Sequence[AttemptRecord]) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
-        read = list(records)
-        self.groups = sample_groups(read)
-        self.selected = {
-            r.commit: len(r.samples or ()) for r in read if r.status is Status.KEEP and r.commit
-        }
-        self.own = {r.commit: len(r.samples or ()) for r in read if r.status.sets_best and r.commit}
+        self.book.load(records)
 
     def reference(self, incumbent: str) -> list[float]:
         """The incumbent samples a candidate is compared with."""
-        samples = self.groups.get(incumbent, [])
-        if self.rule.name == "sequential":
-            unbiased = samples[self.selected.get(incumbent, 0) :]
-            return unbiased[-self.rule.max_samples :]
-        return samples
+        return self.book.reference(incumbent)
 
     def carried(self, incumbent: str) -> int:
         """How many reference samples earlier candidates' evaluations left behind."""
-        remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
-        return max(0, min(len(self.reference(incumbent)), remeasured))
+        return self.book.carried(incumbent)
 
     def comparison(self, incumbent: str) -> Comparison:
         """The procedure that decides on a candidate against `incumbent` now."""
-        return Comparison(
-            self.rule,
-            self.direction,
-            self.reference(incumbent),
-            Pool.of(self.groups, incumbent),
-            self.carried(incumbent),
-        )
+        return self.book.comparison(incumbent)
 
     def env(self, iteration: int) -> dict[str, str]:
         env = measurement_env(self.campaign.config.sandbox.pass_env)
@@ -239,8 +216,7 @@ class Evaluator:
             if value is None:
                 return out
             out.samples.append(value)
-        self.groups[commit] = list(out.samples)
-        self.own[commit] = len(out.samples)
+        self.book.baseline(commit, out.samples)
         return out
 
     def evaluate(
@@ -249,6 +225,14 @@ class Evaluator:
         """Measure the candidate `commit` (and re-measure `incumbent`) until the rule
         decides."""
         out = Evaluation()
+        try:
+            return self._compare(iteration, commit, incumbent, out)
+        finally:
+            # Decided or cut short by a failure, the samples taken count: as a resumed
+            # campaign reads them from the ledger.
+            self.book.measured(commit, out.samples)
+
+    def _compare(self, iteration: int, commit: str, incumbent: str, out: Evaluation) -> Evaluation:
         test = self.comparison(incumbent)
         while isinstance(side := test.next(), Side):
             if side is Side.INCUMBENT:
@@ -262,7 +246,7 @@ class Evaluator:
                     out.reason = f"re-measuring the incumbent: {out.reason}"
                     return out
                 out.incumbent_samples.append(value)
-                self.groups.setdefault(incumbent, []).append(value)
+                self.book.remeasured(incumbent, value)
             else:
                 k = len(out.samples) + 1
                 self.phase("measuring", iteration, sample=k, samples=self.rule.cap)
@@ -274,7 +258,6 @@ class Evaluator:
             test.add(value)
         out.verdict = test.verdict
         out.reason = explain(self.rule, test.verdict, test.look)
-        self.groups[commit] = list(out.samples)
         return out
 
     def run_guard(self, iteration: int, commit: str) -> Evaluation:
@@ -287,4 +270,4 @@ class Evaluator:
 
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
-        self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
+        self.book.kept(commit)

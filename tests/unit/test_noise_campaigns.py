@@ -273,7 +273,7 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
     reference a candidate inherits) from the ledger alone."""
     from autoresearch.attempt import AttemptRecord
     from autoresearch.config import DecisionConfig
-    from autoresearch.evaluation import Evaluator
+    from autoresearch.sample_book import SampleBook
 
     ledger = [
         {"iteration": 0, "status": "baseline", "commit": "b", "samples": [1, 2, 3, 4]},
@@ -296,8 +296,7 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
         },
     ]
     records = [AttemptRecord.from_json(r) for r in ledger]
-    evaluator = Evaluator.__new__(Evaluator)
-    evaluator.rule = DecisionConfig(rule="sequential", max_samples=4).to_rule()
+    evaluator = SampleBook(DecisionConfig(rule="sequential", max_samples=4).to_rule(), "minimize")
     evaluator.load(records[:3])
     # The baseline's own samples are a fresh reference, not one left behind by candidates.
     assert evaluator.reference("b") == [2, 3, 4, 1.5] and evaluator.carried("b") == 1
