@@ -95,7 +95,10 @@ def test_detached_head_starts_from_that_commit(toy: Path, invoke: Runner) -> Non
 
 def test_stale_git_locks_from_a_killed_engine_are_cleared(toy: Path, invoke: Runner) -> None:
     assert invoke(toy, "run", "--max-iterations", "1").returncode == 0
-    gitdir = Path(git(toy / ".autoresearch/toy/worktree", "rev-parse", "--git-dir").strip())
+    # The engine's own git directory for the workspace (never the project's: a relative
+    # path here would land in the directory the tests run from).
+    gitdir = toy / ".autoresearch/toy/workspace.git"
+    assert gitdir.is_dir()
     (gitdir / "index.lock").write_text("")
     (toy / ".git/refs/heads/autoresearch/toy.lock").write_text("")
     result = invoke(toy, "run", "--max-iterations", "3")
