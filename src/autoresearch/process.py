@@ -15,6 +15,9 @@ from typing import BinaryIO
 
 LOG_CAP_BYTES = 4 * 1024 * 1024  # per stream: half head, half tail
 KILL_GRACE_SECONDS = 2.0
+# After the command's group is gone, how long its output may take to drain: a process that
+# escaped the group and holds the pipe would otherwise keep the engine waiting.
+PIPE_GRACE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -304,7 +307,7 @@ def run_command(
         if child is not None:
             child.clear()
         for pump in pumps:
-            pump.join(timeout=5)
+            pump.join(timeout=PIPE_GRACE_SECONDS)
             if pump.is_alive():
                 # A process that left the group still holds the pipe open.
                 try:

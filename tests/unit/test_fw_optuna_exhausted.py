@@ -64,23 +64,23 @@ def points(repo: Path) -> list[tuple[object, ...]]:
     ]
 
 
-def stop_reason(repo: Path, cli: Runner) -> str:
-    return str(json.loads(cli(repo, "status", "--json").stdout)["stop_reason"])
+def stop_reason(repo: Path, invoke: Runner) -> str:
+    return str(json.loads(invoke(repo, "status", "--json").stdout)["stop_reason"])
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_every_point_once_then_space_exhausted_across_a_resume(
-    tmp_path: Path, cli: Runner, sampler: str
+    tmp_path: Path, invoke: Runner, sampler: str
 ) -> None:
     repo = repo_with(tmp_path, TWO_BY_THREE, "N = 9\nM = 7\n", sampler)  # baseline outside
-    first = cli(repo, "run", "--plain", "--max-iterations", "2")
+    first = invoke(repo, "run", "--plain", "--max-iterations", "2")
     assert first.returncode == 0, first.stderr
     assert len(points(repo)) == 2
 
-    second = cli(repo, "run", "--plain")
+    second = invoke(repo, "run", "--plain")
     assert second.returncode == 0, second.stderr
     assert "internal error" not in second.stderr
-    assert stop_reason(repo, cli) == "space_exhausted"
+    assert stop_reason(repo, invoke) == "space_exhausted"
     tried = points(repo)
     assert sorted(tried) == [(n, m) for n in range(3) for m in range(2)]  # each point once
     assert all(r["status"] in ("keep", "discard") for r in ledger(repo, "opt")[1:])
@@ -89,42 +89,42 @@ def test_every_point_once_then_space_exhausted_across_a_resume(
 
     # Resuming an exhausted search adds nothing: no attempt, no trial, no error.
     ledger_before = (repo / ".autoresearch/opt/ledger.jsonl").read_bytes()
-    third = cli(repo, "run", "--plain")
+    third = invoke(repo, "run", "--plain")
     assert third.returncode == 0, third.stderr
-    assert stop_reason(repo, cli) == "space_exhausted"
+    assert stop_reason(repo, invoke) == "space_exhausted"
     assert (repo / ".autoresearch/opt/ledger.jsonl").read_bytes() == ledger_before
     assert len(study_trials(repo)) == 6
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "grid", "random"])
-def test_the_baseline_counts_as_a_tried_point(tmp_path: Path, cli: Runner, sampler: str) -> None:
+def test_the_baseline_counts_as_a_tried_point(tmp_path: Path, invoke: Runner, sampler: str) -> None:
     repo = repo_with(tmp_path, '"calc.py:N" = { choices = [3, 1] }', "N = 3\nM = 0\n", sampler)
-    result = cli(repo, "run", "--plain")
+    result = invoke(repo, "run", "--plain")
     assert result.returncode == 0, result.stderr
-    assert stop_reason(repo, cli) == "space_exhausted"
+    assert stop_reason(repo, invoke) == "space_exhausted"
     records = ledger(repo, "opt")
     assert [r["params"]["calc.py:N"] for r in records if "params" in r] == [1]
     assert records[-1]["status"] == "keep"
 
 
-def test_a_stepped_real_range_is_finite(tmp_path: Path, cli: Runner) -> None:
+def test_a_stepped_real_range_is_finite(tmp_path: Path, invoke: Runner) -> None:
     space = '"calc.py:N" = { low = 0.5, high = 1.5, step = 0.5 }'
     repo = repo_with(tmp_path, space, "N = 9.0\nM = 0\n", "tpe")
-    result = cli(repo, "run", "--plain")
+    result = invoke(repo, "run", "--plain")
     assert result.returncode == 0, result.stderr
-    assert stop_reason(repo, cli) == "space_exhausted"
+    assert stop_reason(repo, invoke) == "space_exhausted"
     values = sorted(r["params"]["calc.py:N"] for r in ledger(repo, "opt") if "params" in r)
     assert values == [0.5, 1.0, 1.5]
 
 
-def test_an_interrupted_point_is_tried_again_on_resume(tmp_path: Path, cli: Runner) -> None:
+def test_an_interrupted_point_is_tried_again_on_resume(tmp_path: Path, invoke: Runner) -> None:
     """A trial left running by a killed engine is not a tried point."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
     repo = repo_with(tmp_path, '"calc.py:N" = { choices = [0, 1, 2] }', "N = 9\nM = 0\n", "grid")
-    assert cli(repo, "run", "--plain", "--max-iterations", "1").returncode == 0
+    assert invoke(repo, "run", "--plain", "--max-iterations", "1").returncode == 0
     # An engine killed while measuring leaves its trial running.
     path = repo / ".autoresearch/opt/optuna.journal"
     study = optuna.load_study(
@@ -134,9 +134,9 @@ def test_an_interrupted_point_is_tried_again_on_resume(tmp_path: Path, cli: Runn
     left = sorted({0, 1, 2} - done)
     study.enqueue_trial({"calc.py:N": left[0]})
     study.ask({"calc.py:N": optuna.distributions.CategoricalDistribution([0, 1, 2])})
-    result = cli(repo, "run", "--plain")
+    result = invoke(repo, "run", "--plain")
     assert result.returncode == 0, result.stderr
-    assert stop_reason(repo, cli) == "space_exhausted"
+    assert stop_reason(repo, invoke) == "space_exhausted"
     assert sorted(r["params"]["calc.py:N"] for r in ledger(repo, "opt") if "params" in r) == [
         0,
         1,
