@@ -79,7 +79,7 @@ def test_status_polling_never_makes_a_run_fail(tmp_path: Path, cli: Runner) -> N
     for thread in pollers:
         thread.start()
     try:
-        for total in range(2, 14):
+        for total in range(2, 10):
             # One more attempt per run; every start races the pollers for the lock.
             result = cli(repo, "run", "--max-iterations", str(total))
             assert result.returncode == 0, result.stderr
@@ -90,7 +90,7 @@ def test_status_polling_never_makes_a_run_fail(tmp_path: Path, cli: Runner) -> N
         for thread in pollers:
             thread.join()
     assert polls[0] > 100
-    assert len(ledger(repo, "t")) == 14
+    assert len(ledger(repo, "t")) == 10
 
 
 def test_status_shows_the_attempt_and_phase_and_stop_rolls_it_back(
