@@ -8,6 +8,8 @@ A dotted key sets one value in a table; None removes the key (or the whole table
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,27 @@ def script_campaign(
         tmp_path / "repo",
         {"calc.py": "N = 10\n", "bench.py": bench, "autoresearch.toml": config, **(files or {})},
     )
+
+
+V1 = Path(__file__).resolve().parent / "fixtures" / "ledger_v1"
+
+
+def v1_campaign(tmp_path: Path, state: bool = True) -> Path:
+    """The toy campaign as 0.1.0 left it: its repository with the engine's refs, its ledger
+    and (with `state`) its state.json, ready to resume or verify."""
+    from autoresearch.testing.repo import git
+
+    repo = tmp_path / "toy"
+    subprocess.run(["git", "clone", "-q", str(V1 / "toy.bundle"), str(repo)], check=True)
+    git(repo, "checkout", "-q", "main")
+    for line in git(repo, "ls-remote", str(V1 / "toy.bundle")).splitlines():
+        sha, ref = line.split()
+        if "autoresearch" in ref:
+            git(repo, "update-ref", ref, sha)
+    folder = repo / ".autoresearch" / "toy"
+    folder.mkdir(parents=True)
+    shutil.copy(V1 / "ledger.jsonl", folder / "ledger.jsonl")
+    if state:
+        shutil.copy(V1 / "state.json", folder / "state.json")
+    (repo / ".autoresearch" / ".gitignore").write_text("*\n")
+    return repo

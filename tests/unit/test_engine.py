@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from autoresearch.ledger import Ledger, stored_object
 from autoresearch.lifecycle import Interrupted
 from autoresearch.proposers.base import Proposal
 from autoresearch.verify import verify_campaign
-from campaigns import campaign_toml
+from campaigns import campaign_toml, v1_campaign
 from conftest import git, make_repo, snapshot
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n
 
@@ -261,18 +259,8 @@ def test_a_proposer_that_commits_is_judged_as_plain_changes(tmp_path: Path) -> N
 
 
 def test_a_ledger_written_by_0_1_0_resumes(tmp_path: Path) -> None:
-    repo = tmp_path / "toy"
-    subprocess.run(["git", "clone", "-q", str(FIXTURES / "toy.bundle"), str(repo)], check=True)
-    git(repo, "checkout", "-q", "main")
-    for line in git(repo, "ls-remote", str(FIXTURES / "toy.bundle")).splitlines():
-        sha, ref = line.split()
-        if "autoresearch" in ref:
-            git(repo, "update-ref", ref, sha)
+    repo = v1_campaign(tmp_path)
     state = repo / ".autoresearch" / "toy"
-    state.mkdir(parents=True)
-    shutil.copy(FIXTURES / "ledger.jsonl", state / "ledger.jsonl")
-    shutil.copy(FIXTURES / "state.json", state / "state.json")
-    (repo / ".autoresearch" / ".gitignore").write_text("*\n")
     old = (state / "ledger.jsonl").read_text()
     run, _ = engine(repo, ScriptedProposer(set_n("3")), max_iterations=10)
     result = run.run()

@@ -4,8 +4,6 @@ change. A campaign started by 0.1.0 (one digest for all settings) still resumes.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +13,8 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
 from autoresearch.ledger import Ledger
-from campaigns import campaign_toml
-from conftest import git, make_repo
+from campaigns import campaign_toml, v1_campaign
+from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ledger_v1"
@@ -106,19 +104,7 @@ def test_a_changed_harness_is_named_with_its_files(tmp_path: Path) -> None:
 
 
 def _clone_v1(tmp_path: Path) -> Path:
-    repo = tmp_path / "toy"
-    subprocess.run(["git", "clone", "-q", str(FIXTURES / "toy.bundle"), str(repo)], check=True)
-    git(repo, "checkout", "-q", "main")
-    for line in git(repo, "ls-remote", str(FIXTURES / "toy.bundle")).splitlines():
-        sha, ref = line.split()
-        if "autoresearch" in ref:
-            git(repo, "update-ref", ref, sha)
-    state = repo / ".autoresearch" / "toy"
-    state.mkdir(parents=True)
-    shutil.copy(FIXTURES / "ledger.jsonl", state / "ledger.jsonl")
-    shutil.copy(FIXTURES / "state.json", state / "state.json")
-    (repo / ".autoresearch" / ".gitignore").write_text("*\n")
-    return repo
+    return v1_campaign(tmp_path)
 
 
 def _v1_engine(repo: Path, total: int) -> Engine:

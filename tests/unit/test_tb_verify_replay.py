@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import signal
-import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +23,7 @@ from autoresearch.ledger import Ledger, line_hash
 from autoresearch.lifecycle import Interrupted
 from autoresearch.replay import replay
 from autoresearch.verify import verify_campaign
-from campaigns import campaign_toml
+from campaigns import campaign_toml, v1_campaign
 from conftest import Runner, git, make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n
 
@@ -210,15 +208,7 @@ def test_a_0_1_0_ledger_forged_is_named() -> None:
 
 
 def test_the_0_1_0_campaign_verifies_clean_with_its_refs(tmp_path: Path) -> None:
-    repo = tmp_path / "toy"
-    subprocess.run(["git", "clone", "-q", str(FIXTURES / "toy.bundle"), str(repo)], check=True)
-    git(repo, "checkout", "-q", "main")
-    for line in git(repo, "ls-remote", str(FIXTURES / "toy.bundle")).splitlines():
-        sha, ref = line.split()
-        if "autoresearch" in ref:
-            git(repo, "update-ref", ref, sha)
-    state(repo).mkdir(parents=True)
-    shutil.copy(FIXTURES / "ledger.jsonl", state(repo) / "ledger.jsonl")
+    repo = v1_campaign(tmp_path, state=False)
     report = verify_campaign(repo, state(repo), "toy")
     assert report.rule == "strict"
     assert report.problems == []
