@@ -39,7 +39,12 @@ def test_the_running_command_is_written_down_and_cleared(tmp_path: Path) -> None
     executor = LocalExecutor(ChildRecord(record))
     seen = tmp_path / "seen"
     result = executor.run(
-        CommandSpec(f'echo "$(cat {record}) $$" > {seen}; echo 1', 10),
+        # The record is written just after the command starts: wait for it.
+        CommandSpec(
+            f'while [ ! -s {record} ]; do sleep 0.01; done; echo "$(cat {record}) $$" > {seen}; '
+            "echo 1",
+            10,
+        ),
         workspace=tmp_path,
         env=ENV,
         log_stem=tmp_path / "logs" / "m",
