@@ -4,11 +4,12 @@ honoured; and a measurement that reaches for the user's checkout finds nothing."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
@@ -79,45 +80,36 @@ def cheat(workspace: Path) -> None:
     (workspace / "calc.py").write_text(CHEAT)
 
 
-@needs_bwrap
-def test_in_the_sandbox_the_checkout_is_out_of_reach(tmp_path: Path) -> None:
-    repo = campaign(tmp_path, "bwrap")
+def run_once(repo: Path, edit: Callable[[Path], object]) -> tuple[AttemptRecord, str]:
+    """One real attempt; its record and the isolation state.json says was in force."""
     Engine(
         load_campaign(repo),
-        proposer=ScriptedProposer(cheat),  # type: ignore[arg-type]
+        proposer=ScriptedProposer(edit),  # type: ignore[arg-type]
         executor=LocalExecutor(),
         max_iterations=1,
     ).run()
-    records = Ledger(repo / ".autoresearch" / "toy").read()
-    assert records[-1].metric == 7 and records[-1].status is Status.DISCARD
-    state = json.loads((repo / ".autoresearch" / "toy" / "state.json").read_text())
-    assert state["isolation"] == "bwrap"
+    folder = repo / ".autoresearch" / "toy"
+    state = json.loads((folder / "state.json").read_text())
+    return Ledger(folder).read()[-1], state["isolation"]
+
+
+@needs_bwrap
+def test_in_the_sandbox_the_checkout_is_out_of_reach(tmp_path: Path) -> None:
+    record, isolation = run_once(campaign(tmp_path, "bwrap"), cheat)
+    assert record.metric == 7 and record.status is Status.DISCARD
+    assert isolation == "bwrap"
 
 
 def test_without_a_sandbox_the_same_cheat_is_not_stopped(tmp_path: Path) -> None:
     # Said plainly: isolation = "none" does not protect the checkout.
-    repo = campaign(tmp_path, "none")
-    Engine(
-        load_campaign(repo),
-        proposer=ScriptedProposer(cheat),  # type: ignore[arg-type]
-        executor=LocalExecutor(),
-        max_iterations=1,
-    ).run()
-    records = Ledger(repo / ".autoresearch" / "toy").read()
-    assert records[-1].metric == 0
-    state = json.loads((repo / ".autoresearch" / "toy" / "state.json").read_text())
-    assert state["isolation"] == "none"
+    record, isolation = run_once(campaign(tmp_path, "none"), cheat)
+    assert record.metric == 0 and isolation == "none"
 
 
 def test_the_report_says_which_isolation_was_in_force(tmp_path: Path) -> None:
     from autoresearch.report import gather, render_markdown
 
     repo = campaign(tmp_path, "none")
-    Engine(
-        load_campaign(repo),
-        proposer=ScriptedProposer(set_n("7")),  # type: ignore[arg-type]
-        executor=LocalExecutor(),
-        max_iterations=1,
-    ).run()
+    run_once(repo, set_n("7"))
     text = render_markdown(gather(repo / ".autoresearch" / "toy"), None)
     assert "- isolation of metric and guard: none" in text
