@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import Comparison, Side, Verdict, estimate, explain
+from autoresearch.decide import Side, Verdict, estimate, explain
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
@@ -137,18 +137,6 @@ class Evaluator:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
         self.book.load(records)
 
-    def reference(self, incumbent: str) -> list[float]:
-        """The incumbent samples a candidate is compared with."""
-        return self.book.reference(incumbent)
-
-    def carried(self, incumbent: str) -> int:
-        """How many reference samples earlier candidates' evaluations left behind."""
-        return self.book.carried(incumbent)
-
-    def comparison(self, incumbent: str) -> Comparison:
-        """The procedure that decides on a candidate against `incumbent` now."""
-        return self.book.comparison(incumbent)
-
     def env(self, iteration: int) -> dict[str, str]:
         env = measurement_env(self.campaign.config.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = str(iteration)
@@ -233,7 +221,7 @@ class Evaluator:
             self.book.measured(commit, out.samples)
 
     def _compare(self, iteration: int, commit: str, incumbent: str, out: Evaluation) -> Evaluation:
-        test = self.comparison(incumbent)
+        test = self.book.comparison(incumbent)
         while isinstance(side := test.next(), Side):
             if side is Side.INCUMBENT:
                 k = len(out.incumbent_samples) + 1
