@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autoresearch.config import Campaign, JudgeConfig
 from autoresearch.llm import ChatClient, LLMError, api_key
+from autoresearch.owned import write_text
 from autoresearch.scope import PathMatcher
 
 SYSTEM = """\
@@ -111,7 +112,7 @@ class Judge:
             scores = []
         finally:
             log_stem.parent.mkdir(parents=True, exist_ok=True)
-            log_stem.with_suffix(".out").write_text("\n\n---\n\n".join(replies), encoding="utf-8")
+            write_text(log_stem.with_suffix(".out"), "\n\n---\n\n".join(replies))
             verdict.seconds = time.monotonic() - started
         if scores:
             verdict.score = statistics.median(scores)

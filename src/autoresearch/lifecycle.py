@@ -16,6 +16,7 @@ from filelock import FileLock
 from autoresearch.config import Campaign
 from autoresearch.executors import Executor
 from autoresearch.executors.base import executor_setup
+from autoresearch.owned import refuse_links
 from autoresearch.startup import lock_campaign
 from autoresearch.workspace import ensure_state_dir
 
@@ -67,6 +68,8 @@ class Lifecycle:
 
     def __enter__(self) -> Lifecycle:
         ensure_state_dir(self.campaign.root)
+        # Before anything is written there: a campaign folder swapped for a link is refused.
+        refuse_links(self.campaign.root, self.campaign.state_dir)
         self.campaign.state_dir.mkdir(parents=True, exist_ok=True)
         self.lock = lock_campaign(self.campaign)
         try:

@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from autoresearch.errors import WorkspaceHijacked
 
@@ -37,14 +38,23 @@ def real_dir(path: Path) -> bool:
         return False
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """Write a file of the engine's own: a link planted at its path is replaced, never
-    written through."""
+def open_own(path: Path) -> BinaryIO:
+    """Open a file of the engine's own for writing: a link (or anything but a file) planted
+    at its path is removed, never written through."""
     if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
         remove(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as handle:
+    return os.fdopen(fd, "wb")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write a file of the engine's own (see `open_own`)."""
+    with open_own(path) as handle:
         handle.write(data)
+
+
+def write_text(path: Path, text: str) -> None:
+    write_file(path, text.encode("utf-8", errors="surrogateescape"))
 
 
 class OwnedDir:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from autoresearch.owned import open_own, write_text
+
 LOG_CAP_BYTES = 4 * 1024 * 1024  # per stream: half head, half tail
 KILL_GRACE_SECONDS = 2.0
 # After the command's group is gone, how long its output may take to drain: a process that
@@ -89,17 +91,6 @@ def _read_text(path: Path) -> str:
         return ""
 
 
-def _open_log(path: Path) -> BinaryIO:
-    """A log file opened for writing without following a link planted at its path: the
-    link is removed, so output never lands in the file it pointed at."""
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        if path.is_dir() and not path.is_symlink():
-            raise OSError(f"{path} is a folder, not a log file")
-        path.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    return os.fdopen(os.open(path, flags, 0o644), "wb")
-
-
 class _Pump(threading.Thread):
     """Copies a pipe to a file, keeping the first and last `cap/2` bytes only."""
 
@@ -114,7 +105,7 @@ class _Pump(threading.Thread):
     def run(self) -> None:
         tail: deque[bytes] = deque()
         tail_size = 0
-        with _open_log(self.dest) as out:
+        with open_own(self.dest) as out:
             while True:
                 try:
                     chunk = self.source.read1(65536)  # type: ignore[attr-defined]
@@ -199,7 +190,7 @@ class ChildRecord:
     def write(self, pgid: int) -> None:
         stat = _proc_stat(pgid)
         start = "" if stat is None else f" {stat[1]}"
-        self.path.write_text(f"{pgid}{start}\n", encoding="utf-8")
+        write_text(self.path, f"{pgid}{start}\n")
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
+from autoresearch.owned import write_text
 from autoresearch.proposers.base import AttemptNote, ProposalContext
 from autoresearch.summary import summarize
 
@@ -140,7 +141,7 @@ def proposal_context(
     text = build_prompt(**facts).encode("utf-8", "backslashreplace").decode("utf-8")
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
     prompt_file.parent.mkdir(parents=True, exist_ok=True)
-    prompt_file.write_text(text, encoding="utf-8")
+    write_text(prompt_file, text)
     # The proposer gets the full environment (agents need their API keys); only the
     # metric and guard commands run without secrets.
     env = dict(os.environ)

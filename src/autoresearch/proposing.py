@@ -7,6 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from autoresearch.errors import AutoresearchError
+from autoresearch.owned import write_text
 from autoresearch.proposers.base import (
     REASON_CHARS,
     Proposal,
@@ -25,7 +26,7 @@ def ask(proposer: Proposer, ctx: ProposalContext, trace: Path) -> Proposal:
     except AutoresearchError as exc:
         return Proposal(failed=True, reason=clean_text(str(exc), REASON_CHARS))
     except Exception as exc:
-        trace.write_text(traceback.format_exc(), encoding="utf-8", errors="replace")
+        write_text(trace, traceback.format_exc())
         reason = f"{type(exc).__name__}: {exc} (see {trace.name})"
         return Proposal(failed=True, reason=clean_text(reason, REASON_CHARS))
 

@@ -4,12 +4,12 @@ measurement folder), inside the OS sandbox where one is available."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
+from autoresearch.owned import remove
 from autoresearch.process import ChildRecord, network_isolation_problem, run_command
 from autoresearch.readout import MetricParseError, read_metric
 from autoresearch.sandbox import (
@@ -126,10 +126,7 @@ def measurement_boundary(
     the machine read-only minus the user's checkout (which holds `.autoresearch/`) and the
     credential folders; the shared paths and the checkout's interpreters read-only."""
     tmpdir = setup.state_dir / "tmp"
-    if tmpdir.is_symlink() or tmpdir.is_file():
-        tmpdir.unlink()
-    elif tmpdir.exists():
-        shutil.rmtree(tmpdir)
+    remove(tmpdir)  # a link planted here is removed, not followed
     tmpdir.mkdir(parents=True)
     root = setup.root or workdir
     shared = tuple((root / item.strip().rstrip("/")).resolve() for item in setup.share)

@@ -23,6 +23,7 @@ from autoresearch.edits import (
 )
 from autoresearch.gitcmd import workspace_files
 from autoresearch.llm import ChatClient, ChatSettings, LLMError, api_key
+from autoresearch.owned import write_text
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
@@ -211,15 +212,13 @@ class ChatProposer:
                 files[name] = text
         messages = build_messages(ctx, files, self._ideas(), self.options)
         stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
-        stem.with_suffix(".request.md").write_text(
-            "\n\n".join(m["content"] for m in messages), encoding="utf-8"
-        )
+        write_text(stem.with_suffix(".request.md"), "\n\n".join(m["content"] for m in messages))
         try:
             reply = self.client.complete(messages)
         except LLMError as exc:
             return Proposal(failed=True, reason=clean_text(str(exc), REASON_CHARS))
         out = stem.with_suffix(".out")
-        out.write_text(reply.text, encoding="utf-8")
+        write_text(out, reply.text)
         proposal = Proposal(
             description=clean_text(description_of(reply.text), DESCRIPTION_CHARS),
             cost_usd=reply.cost_usd,
