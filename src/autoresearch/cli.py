@@ -524,7 +524,7 @@ def verify(config_path: Path | None, as_json: bool) -> None:
         )
     else:
         for problem in report.problems:
-            console.print(f"[red]problem:[/] {problem}")
+            console.print(f"[red]problem:[/] {safe(problem)}")
     sys.exit(0 if report.ok else 1)
 
 

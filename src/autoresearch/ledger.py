@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord
+from autoresearch.errors import AutoresearchError
 
 TSV_HEADER = "iteration\tcommit\tmetric\tdelta\tstatus\tdescription\n"
 
@@ -79,13 +80,20 @@ class Ledger:
         """Every complete record, typed. Reading stops at a line that is not JSON (a torn
         write that `repair` has not moved aside yet)."""
         out: list[AttemptRecord] = []
-        for line in self._lines():
+        for number, line in enumerate(self._lines(), 1):
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
                 break
-            if isinstance(data, dict):
+            if not isinstance(data, dict):
+                continue
+            try:
                 out.append(AttemptRecord.from_json(data))
+            except (TypeError, ValueError):
+                raise AutoresearchError(
+                    f"{self.path} line {number} is not an attempt record (edited by hand?); "
+                    "`autoresearch verify` names what is wrong with it."
+                ) from None
         return out
 
     def _lines(self) -> list[str]:
