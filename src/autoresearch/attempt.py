@@ -8,7 +8,7 @@ record of that kind never had is left out, never written as null.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -258,10 +258,6 @@ class AttemptRecord:
 
     # -- reading helpers ----------------------------------------------------------------
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of a ledger key, as `to_json` would write it (for generic readers)."""
-        return self.to_json().get(key, default)
-
     @property
     def cost_usd(self) -> float:
         """Proposer and judge cost together."""
@@ -275,8 +271,6 @@ class AttemptRecord:
             (self.cost.tokens_out or 0) + (self.judge_cost.tokens_out or 0),
         )
 
-
-FIELD_NAMES = tuple(f.name for f in fields(AttemptRecord))
 
 _BASELINE_ORDER = (
     "iteration",

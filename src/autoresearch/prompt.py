@@ -11,13 +11,10 @@ from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.owned import write_text
 from autoresearch.proposers.base import AttemptNote, ProposalContext
+from autoresearch.render import num
 from autoresearch.summary import summarize
 
 HISTORY_LIMIT = 30
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
 
 
 def build_prompt(
@@ -40,7 +37,7 @@ def build_prompt(
         "## How the result is judged",
         "",
         f"The metric command `{metric_command}` is run after your change; {better} is better.",
-        f"Baseline: {_num(baseline)}. Best so far: {_num(best)}.",
+        f"Baseline: {num(baseline)}. Best so far: {num(best)}.",
         "A change is kept only if it makes the metric better; otherwise it is rolled back.",
         "",
     ]
@@ -69,8 +66,8 @@ def build_prompt(
             if note.reason and Status(note.status).shows_reason:
                 text = f"{text} ({note.reason[:80]})".strip()
             lines.append(
-                f"| {note.iteration} | {note.status} | {_num(note.metric)} | "
-                f"{_num(note.delta)} | {text} |"
+                f"| {note.iteration} | {note.status} | {num(note.metric)} | "
+                f"{num(note.delta)} | {text} |"
             )
         lines.append("")
         last = recent[-1]

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.decide import gain as decide_gain
 from autoresearch.events import Attempted, Event, Started, Stopped, Warned
 
 STATUS_STYLE: dict[Status, str] = {
@@ -64,9 +65,7 @@ def gain(delta: float | None, direction: str) -> float | None:
     """The one sign convention for "better": a change in the campaign's direction is
     positive (a smaller number when minimizing, a larger one when maximizing). `delta` is
     the raw difference, new minus old, printed beside it."""
-    if delta is None:
-        return None
-    return -delta if direction == "minimize" else delta
+    return None if delta is None else decide_gain(delta, 0.0, direction)
 
 
 def gain_text(delta: float | None, direction: str, pct: float | None = None) -> str:

@@ -34,6 +34,7 @@ from autoresearch.proposers.base import (
     ProposerSetup,
     clean_text,
 )
+from autoresearch.render import num
 from autoresearch.scope import PathMatcher
 
 CHARS_PER_TOKEN = 4  # a conservative average for code and English
@@ -66,10 +67,6 @@ text must appear exactly once in its file. Keep the change focused: one idea per
 class OpenAIOptions(ChatSettings):
     max_context_tokens: int = Field(default=60000, ge=1000)
     history: int = Field(default=20, ge=0, le=500)
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
 
 
 def _scope_files(workspace: Path, scope: PathMatcher, never: PathMatcher) -> list[str]:
@@ -108,15 +105,15 @@ def _history_lines(history: list[AttemptNote]) -> tuple[list[str], list[str], li
             continue
         files = ", ".join(note.files[:4]) or "-"
         line = (
-            f"- #{note.iteration} {note.status}: metric {_num(note.metric)}"
-            f" (delta {_num(note.delta)}); {note.description or 'no description'}"
+            f"- #{note.iteration} {note.status}: metric {num(note.metric)}"
+            f" (delta {num(note.delta)}); {note.description or 'no description'}"
             f"; changed {note.diffstat or files}"
         )
         if note.reason and note.status not in (Status.KEEP, Status.DISCARD):
             line += f"; reason: {note.reason[:160]}"
         table.append(line)
         if note.status == Status.KEEP:
-            worked.append(f"- {note.description} (metric {_num(note.metric)})")
+            worked.append(f"- {note.description} (metric {num(note.metric)})")
         elif note.status not in (Status.NO_CHANGE, Status.INTERRUPTED):
             failed.append(f"- {note.description or files}: {note.status}")
     return table, worked, failed
@@ -128,8 +125,8 @@ def build_messages(
     better = "lower" if ctx.direction == "minimize" else "higher"
     head = [
         f"# Goal\n\n{ctx.goal or 'Improve the metric.'}\n",
-        f"# Metric\n\n`{ctx.metric_command}`; {better} is better. Baseline {_num(ctx.baseline)},"
-        f" best so far {_num(ctx.best)}. This is attempt {ctx.iteration}.\n",
+        f"# Metric\n\n`{ctx.metric_command}`; {better} is better. Baseline {num(ctx.baseline)},"
+        f" best so far {num(ctx.best)}. This is attempt {ctx.iteration}.\n",
     ]
     if ctx.instructions.strip():
         head.append(f"# Instructions\n\n{ctx.instructions.strip()}\n")
