@@ -112,10 +112,10 @@ def diff(root: Path, record: AttemptRecord) -> str:
     return Git(root).run("diff", "--end-of-options", parent, commit, "--")
 
 
-def campaign_diff(root: Path, state_dir: Path, iteration: int | None = None) -> str:
-    """The campaign's change: from its base to the best result (or attempt `iteration`)."""
+def campaign_diff(root: Path, state_dir: Path) -> str:
+    """The campaign's change: from its base to the best result."""
     base = base_commit(state_dir)
-    record = best_attempt(state_dir) if iteration is None else attempt(state_dir, iteration)
+    record = best_attempt(state_dir)
     if not record.commit:
         return ""
     return Git(root).run("diff", "--end-of-options", base, object_name(record.commit), "--")

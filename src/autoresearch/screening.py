@@ -25,7 +25,7 @@ class Rules:
 
     scope: PathMatcher
     harness: PathMatcher
-    fingerprinted: Collection[str]  # harness files, the rubric and the config file
+    fingerprinted: Collection[str]  # harness files and the rubric (the config is refused in scope)
     escapes: Callable[[str], bool]  # a path is a symlink leading out of the workspace
 
 

@@ -60,6 +60,7 @@ def verify_campaign(
             continue
         if not isinstance(data, dict):
             report.problems.append(f"line {number} is not a JSON object")
+            previous = line
             continue
         expected = None if previous is None else line_hash(previous)
         if data.get("prev_hash") != expected:

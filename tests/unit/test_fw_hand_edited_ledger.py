@@ -55,3 +55,21 @@ def test_verify_prints_ledger_text_as_text(
     result = invoke(repo, "verify")
     assert "internal error" not in result.stdout + result.stderr
     assert result.returncode != 0 and "problem:" in result.stdout
+
+
+def test_a_line_that_is_not_an_object_is_named_once(finished_toy: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from autoresearch.verify import verify_campaign
+
+    repo = tmp_path / "repo"
+    shutil.copytree(finished_toy, repo, symlinks=True)
+    path = repo / ".autoresearch" / "toy" / "ledger.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = "[1, 2]"
+    path.write_text("\n".join(lines) + "\n")
+    problems = verify_campaign(repo, path.parent, "toy").problems
+    assert "line 3 is not a JSON object" in problems
+    # The next line's chain check names the altered line, not the one before it.
+    assert any(p.endswith("the ledger was altered at line 3") for p in problems)
+    assert not any("altered at line 2" in p for p in problems)
