@@ -214,11 +214,13 @@ class Run:
         return self.emitted
 
 
-def run(repo: Path, *, reap: tuple[str, float] | None = None) -> Run:
+def run(repo: Path, *, reap: tuple[str, float] | None = None, attacks: bool = True) -> Run:
     """The campaign in this process, as `run` starts it: the configured proposer, the
     local executor, real commands. `reap` = (marker, seconds): the marked processes are
     killed that long after the start, so an engine that waits on them still returns and
-    its wall time can be asserted."""
+    its wall time can be asserted. With `attacks`, the campaign must have reached its first
+    attempt (where the attack runs): a campaign refused at start would leave everything
+    untouched and prove nothing."""
     events: list[Event] = []
     began = time.monotonic()
     timer = threading.Timer(reap[1], kill_marked, (reap[0],)) if reap else None
@@ -233,6 +235,8 @@ def run(repo: Path, *, reap: tuple[str, float] | None = None) -> Run:
         if timer is not None:
             timer.cancel()
     emitted = [e.record for e in events if isinstance(e, Attempted)]
+    if attacks:
+        assert any(r.iteration >= 1 for r in emitted), f"the attack never ran: {error}"
     return Run(result, error, time.monotonic() - began, emitted)
 
 
@@ -666,7 +670,7 @@ def test_config_inside_scope_is_refused_before_any_proposal(tmp_path: Path, isol
     attack = "    sed -i 's/^direction = .*/direction = \"maximize\"/' autoresearch.toml"
     repo, state = user_repo(tmp_path, isolation, {1: attack}, scope=["calc.py", "*.toml"])
     before = user_state(repo)
-    outcome = run(repo)
+    outcome = run(repo, attacks=False)  # refused at start: that is the promise
     assert outcome.error is not None or (outcome.result and outcome.result.exit_code == 2)
     assert not any(r.iteration > 0 for r in outcome.emitted)
     assert not list((state / "logs").glob("*-proposer.*"))
