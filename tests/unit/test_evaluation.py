@@ -13,6 +13,8 @@ from autoresearch.evaluation import Evaluator
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.workspace import Candidate
 
+NOWHERE = Path("/nonexistent")
+
 CONFIG = """
 name = "e"
 scope = ["x"]
@@ -48,8 +50,8 @@ class Stage:
         self.runs.append(self.showing)
         value = self.values[self.showing].pop(0)
         if value is None:
-            return Measurement("crash", None, 0.0, "exited with 1", Path("log"))
-        return Measurement("ok", value, 0.0, "", Path("log"))
+            return Measurement("crash", None, 0.0, "exited with 1", NOWHERE / "log")
+        return Measurement("ok", value, 0.0, "", NOWHERE / "log")
 
 
 class Unchanged:

@@ -4,7 +4,6 @@ the file and the key, exit 2, for `run` and `check` alike; fuzzed around those s
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -66,10 +65,8 @@ def test_each_bad_shape_is_one_sentence_and_exit_2(
 ) -> None:
     repo = make_repo(tmp_path / "r", {"calc.py": "N = 1\n", "bench.py": "print(1)\n", file: text})
     for command in ("run", "check"):
-        started = time.monotonic()
         result = invoke(repo, command)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
-        assert time.monotonic() - started < 10
         _one_sentence(result.stderr, file, needle)
 
 

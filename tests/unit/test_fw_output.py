@@ -9,7 +9,6 @@ import json
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,10 +202,9 @@ def test_the_dashboard_answers_its_own_address(served: int, host: str) -> None:
 
 
 def test_the_dashboard_closes_an_idle_connection(served: int) -> None:
-    with socket.create_connection(("127.0.0.1", served), timeout=10) as idle:
-        began = time.monotonic()
-        assert idle.recv(1) == b""  # closed by the server, not by our timeout
-        assert time.monotonic() - began < 8
+    # A server that kept it open would make recv time out (an error), not return b"".
+    with socket.create_connection(("127.0.0.1", served), timeout=30) as idle:
+        assert idle.recv(1) == b""
 
 
 def test_the_live_views_first_frame_names_the_campaign_and_the_cap() -> None:
