@@ -33,7 +33,7 @@ class Stage:
     """Executor and measurement tree at once: each run prints the next number of the
     commit shown."""
 
-    path = Path(".")
+    path = NOWHERE  # never read or written: runs are answered from `values`
 
     def __init__(self, values: dict[str, list[float | None]]) -> None:
         self.values = values
