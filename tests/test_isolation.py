@@ -465,10 +465,11 @@ def test_user_files_and_ignored_secrets_deleted(tmp_path: Path, isolation: str) 
 def test_candidate_code_deletes_the_users_files_while_measured(
     tmp_path: Path, isolation: str
 ) -> None:
-    # The metric runs in .autoresearch/toy/measure: the checkout is three folders up.
+    # The candidate names the checkout by its path (never a path relative to where it runs,
+    # which would reach beyond the test's folder if the layout changed).
     attack = (
         "    cat > calc.py <<'EOF'\nimport glob, os\n"
-        "for p in glob.glob('../../../*') + ['../../../.env']:\n"
+        "for p in glob.glob('@REPO@/*') + ['@REPO@/.env']:\n"
         "    if os.path.isfile(p) and not p.endswith(('.py', '.toml')):\n"
         "        os.remove(p)\nN = 7\nEOF"
     )
@@ -866,7 +867,7 @@ def test_candidate_prints_a_secret_whose_name_does_not_look_secret(
 
 @pytest.mark.parametrize("isolation", modes(none=READS))
 def test_candidate_reads_the_users_ignored_env_file(tmp_path: Path, isolation: str) -> None:
-    shell = "cat ../../../.env; cat ../../../.env >&2; cp ../../../.env copied.txt"
+    shell = "cat @REPO@/.env; cat @REPO@/.env >&2; cp @REPO@/.env copied.txt"
     repo, _ = user_repo(tmp_path, isolation, {1: candidate_running(shell)})
     run(repo)
     assert DOTENV_SECRET.encode() not in everything_written(repo)
