@@ -502,21 +502,13 @@ class Comparison:
         return Side.CANDIDATE
 
     def _judge(self) -> tuple[Verdict, Look | None]:
-        noise = self.noise_source
-        if isinstance(noise, Pool):
-            noise = noise.noise(self.fresh, self.candidate)
-        if not self.sequential:
-            return judge(self.rule, self.direction, self.reference, self.candidate)
-        ref_mean = _mean(self.reference)
-        g = gain(_mean(self.candidate), ref_mean, self.direction)
-        return _sequential(
+        return judge(
             self.rule,
-            g,
-            ref_mean,
-            len(self.candidate),
-            len(self.reference),
+            self.direction,
+            self.reference,
+            self.candidate,
             len(self.fresh),
-            noise,
+            self.noise(),
             self.carried,
             self.efficacy,
             self.open_walk,
