@@ -20,14 +20,7 @@ from typing import Protocol
 from autoresearch.errors import GitError
 from autoresearch.gitcmd import Git
 from autoresearch.owned import OwnedDir
-
-GIT_CONFIG = (
-    "core.hooksPath=/dev/null",
-    "core.autocrlf=false",
-    "core.safecrlf=false",
-    "gc.auto=0",
-    "advice.detachedHead=false",
-)
+from autoresearch.workspace import GIT_CONFIG, link_shares
 
 
 class Tree(Protocol):
@@ -158,10 +151,4 @@ class MeasureTree:
         self._run("read-tree", "--reset", "-u", commit)
 
     def _link_shares(self) -> None:
-        for item in self.share:
-            source = self.root / item
-            target = self.path / item
-            if not source.exists() or os.path.lexists(target):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
+        link_shares(self.root, self.path, self.share)

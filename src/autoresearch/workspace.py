@@ -370,13 +370,7 @@ class Workspace:
                 lock.unlink(missing_ok=True)
 
     def link_shares(self) -> None:
-        for item in self.share:
-            source = self.root / item
-            target = self.path / item
-            if not source.exists() or target.is_symlink() or target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(source)
+        link_shares(self.root, self.path, self.share)
 
     # -- state -------------------------------------------------------------------------
 
@@ -664,6 +658,17 @@ def _make_private_git(
         shutil.copyfile(index, dotgit / "index")
     if exclude is not None:
         shutil.copyfile(exclude, dotgit / "info" / "exclude")
+
+
+def link_shares(root: Path, folder: Path, share: list[str]) -> None:
+    """Link each shared path of the checkout into `folder` where nothing stands yet."""
+    for item in share:
+        source = root / item
+        target = folder / item
+        if not source.exists() or os.path.lexists(target):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(source)
 
 
 def head_of(root: Path) -> str:
