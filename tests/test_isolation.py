@@ -66,12 +66,12 @@ ENVIRON = "none: /proc shows the engine's processes and their environment"
 DENYLIST = "none: the metric's environment is a denylist of secret-looking names"
 READS = "none: commands read the user's checkout and credential folders"
 PROPOSER_WRITES = (
-    "the proposer runs outside the sandbox: it writes the user's checkout, .git and "
-    ".autoresearch/ (logs, ledger, measurement folder) by path"
+    "none: the proposer writes the user's checkout, .git and .autoresearch/ (logs, ledger, "
+    "measurement folder) by path"
 )
-PROPOSER_PROCS = "the proposer runs outside the sandbox: processes it leaves outlive the attempt"
-PROPOSER_PIPES = "the proposer runs outside the sandbox: the engine waits on pipes its daemon holds"
-PROPOSER_ENV = "the proposer runs outside the sandbox with the engine's whole environment"
+PROPOSER_PROCS = "none: processes the proposer leaves outlive the attempt"
+PROPOSER_PIPES = "none: the engine waits on pipes the proposer's daemon holds"
+PROPOSER_ENV = "none: the proposer reads the engine's environment through /proc"
 
 
 def modes(**gaps: str) -> list[Any]:
@@ -377,7 +377,7 @@ def test_user_branches_moved_and_created(tmp_path: Path, isolation: str) -> None
     assert user_state(repo) == before
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_user_head_switched(tmp_path: Path, isolation: str) -> None:
     attack = (
         HONEST
@@ -441,7 +441,7 @@ def test_info_attributes_and_exclude_planted(tmp_path: Path, isolation: str) -> 
     assert user_state(repo) == before
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_user_index_rewritten(tmp_path: Path, isolation: str) -> None:
     attack = HONEST + "\n    " + UNSET + "git -C '@REPO@' rm -q --cached calc.py"
     repo, _ = user_repo(tmp_path, isolation, {1: attack})
@@ -450,7 +450,7 @@ def test_user_index_rewritten(tmp_path: Path, isolation: str) -> None:
     assert user_state(repo) == before
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_user_files_and_ignored_secrets_deleted(tmp_path: Path, isolation: str) -> None:
     attack = (
         HONEST + "\n    rm -f '@REPO@/.env' '@REPO@/scratch.txt'; echo gone > '@REPO@/README.md'"
@@ -554,7 +554,7 @@ def share_repo(tmp_path: Path, isolation: str, attack: str) -> tuple[Path, Path]
     return repo, state
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_share_edited_in_place_with_size_and_mtime_kept(tmp_path: Path, isolation: str) -> None:
     attack = (
         HONEST + "\n    f=data/offset.txt; t=$(stat -c %Y $f); d=$(stat -c %Y data)"
@@ -601,7 +601,7 @@ def test_scope_file_replaced_by_a_link_out_of_the_workspace(tmp_path: Path, isol
     assert all(r.metric != 0 for r in ledger(state))
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_proposer_edits_an_unchanged_file_in_the_measurement_folder(
     tmp_path: Path, isolation: str
 ) -> None:
@@ -753,7 +753,7 @@ def test_metric_that_ignores_sigterm_and_never_ends(
     assert ledger(state)[-1].status is Status.TIMEOUT
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_PROCS, bwrap=PROPOSER_PROCS))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_PROCS))
 def test_proposer_leaves_a_daemon(tmp_path: Path, isolation: str, mark: str) -> None:
     attack = HONEST + f"\n    setsid {daemon(mark)}{QUIET}\n    sleep 0.2"
     repo, _ = user_repo(tmp_path, isolation, {1: attack})
@@ -761,7 +761,7 @@ def test_proposer_leaves_a_daemon(tmp_path: Path, isolation: str, mark: str) -> 
     assert marked(mark) == []
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_PIPES, bwrap=PROPOSER_PIPES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_PIPES))
 def test_proposer_daemon_holding_its_pipes(tmp_path: Path, isolation: str, mark: str) -> None:
     timeout = 1
     attack = HONEST + f"\n    setsid {daemon(mark)} &\n    sleep 0.2"
@@ -771,7 +771,7 @@ def test_proposer_daemon_holding_its_pipes(tmp_path: Path, isolation: str, mark:
     assert marked(mark) == []
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_daemon_edits_later_candidates_while_they_are_measured(
     tmp_path: Path, isolation: str, mark: str
 ) -> None:
@@ -843,7 +843,7 @@ def test_candidate_reads_the_engine_environ_through_proc(tmp_path: Path, isolati
     assert SECRET.encode() not in everything_written(repo)
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_ENV, bwrap=PROPOSER_ENV))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_ENV))
 def test_proposer_commits_the_engine_environ(tmp_path: Path, isolation: str) -> None:
     attack = (
         HONEST + "\n    { env; tr '\\0' '\\n' < /proc/$PPID/environ; } | sed 's/^/# /' >> calc.py"
@@ -931,7 +931,7 @@ def forged(repo: Path, state: Path, outcome: Run) -> bool:
     return report.ok and on_disk != logged
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES, bwrap=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_ledger_rewritten_with_a_recomputed_hash_chain(tmp_path: Path, isolation: str) -> None:
     later = "    sed -i 's/^N = .*/N = 8/' calc.py\n" + FORGE
     repo, state = user_repo(tmp_path, isolation, {1: HONEST, 2: later})

@@ -35,7 +35,7 @@ from autoresearch.lifecycle import (
     raise_interrupted,
 )
 from autoresearch.prompt import proposal_context
-from autoresearch.proposers import create_proposer, validate_proposer
+from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
 from autoresearch.proposing import CheckoutWatch, ask
 from autoresearch.recording import (
@@ -162,7 +162,8 @@ class Engine:
             self.warn(repaired)
         self.records = self.ledger.read()
         if self.proposer is None:
-            self.proposer = create_proposer(self.campaign)
+            confinement = proposer_confinement(self.campaign, self.workspace.objects())
+            self.proposer = create_proposer(self.campaign, confinement=confinement)
         start = start_commit(self.campaign, self.workspace, self.ledger, self.records)
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
@@ -279,7 +280,12 @@ class Engine:
         records, best = self.records, self.incumbent.metric
         path = self.workspace.path
         ctx = proposal_context(self.campaign, records, iteration, best, path, self.logs)
-        watched = self.cfg.sandbox.watch_checkout and getattr(self.proposer, "runs_commands", True)
+        # A confined proposer cannot see the checkout: there is nothing to watch.
+        watched = (
+            self.cfg.sandbox.watch_checkout
+            and getattr(self.proposer, "runs_commands", True)
+            and not getattr(self.proposer, "confined", False)
+        )
         watch = CheckoutWatch(self.campaign.root, list(self.cfg.share), watched)
         began = self.clock()
         proposal = ask(self.proposer, ctx, self.logs / f"{iteration:04d}-proposer-error.txt")

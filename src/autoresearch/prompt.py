@@ -139,8 +139,8 @@ def proposal_context(
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
     prompt_file.parent.mkdir(parents=True, exist_ok=True)
     write_text(prompt_file, text)
-    # The proposer gets the full environment (agents need their API keys); only the
-    # metric and guard commands run without secrets.
+    # The whole environment: the proposer's confinement reduces it to the allowlist plus
+    # the names agents read their keys from (see confinement.py).
     env = dict(os.environ)
     env.update(
         AUTORESEARCH_ITERATION=str(iteration),

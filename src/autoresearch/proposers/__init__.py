@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from autoresearch.config import Campaign, ProposerConfig, format_validation_error
+from autoresearch.confinement import Confinement, confinement_for
 from autoresearch.errors import ConfigError
 from autoresearch.process import ChildRecord
 from autoresearch.proposers.agents import PRESETS, AgentOptions, AgentProposer
@@ -64,9 +65,30 @@ def validate_proposer(proposer: Proposer, workspace: Path) -> None:
 CHILD_RECORD = "child.pgid"
 
 
-def proposer_setup(campaign: Campaign, child: ChildRecord | None = None) -> ProposerSetup:
+def proposer_confinement(campaign: Campaign, objects: Path | None) -> Confinement:
+    """The sandbox `[sandbox]` asks for around the proposer's commands; `objects` is the
+    user's object store, which the workspace's git borrows."""
+    sandbox = campaign.config.sandbox
+    return confinement_for(
+        sandbox.isolation,
+        campaign.display_path(),
+        state_dir=campaign.state_dir,
+        root=campaign.root,
+        objects=objects,
+        share=campaign.config.share,
+        deny_read=sandbox.deny_read,
+        writable=sandbox.writable,
+    )
+
+
+def proposer_setup(
+    campaign: Campaign,
+    child: ChildRecord | None = None,
+    confinement: Confinement | None = None,
+) -> ProposerSetup:
     """The campaign as a proposer sees it. The commands a proposer runs write their
-    process group to `child`, by default the campaign's `child.pgid`."""
+    process group to `child`, by default the campaign's `child.pgid`, and run inside
+    `confinement` (by default, the environment allowlist only)."""
     cfg = campaign.config
     return ProposerSetup(
         name=campaign.name,
@@ -78,10 +100,15 @@ def proposer_setup(campaign: Campaign, child: ChildRecord | None = None) -> Prop
         direction=cfg.metric.direction or "minimize",
         options=cfg.proposer.options(),
         child=child if child is not None else ChildRecord(campaign.state_dir / CHILD_RECORD),
+        confinement=confinement or Confinement(state_dir=campaign.state_dir, root=campaign.root),
     )
 
 
-def create_proposer(campaign: Campaign, child: ChildRecord | None = None) -> Proposer:
+def create_proposer(
+    campaign: Campaign,
+    child: ChildRecord | None = None,
+    confinement: Confinement | None = None,
+) -> Proposer:
     config = campaign.config.proposer
     options = parse_options(config, campaign.display_path())
-    return REGISTRY[config.kind].create(options, proposer_setup(campaign, child))
+    return REGISTRY[config.kind].create(options, proposer_setup(campaign, child, confinement))

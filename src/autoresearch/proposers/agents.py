@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autoresearch.confinement import AGENT_STATE
 from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import workspace_files
@@ -45,6 +46,10 @@ class AgentOptions(BaseModel):
     timeout: float = Field(default=1800, gt=0)
     max_turns: int = Field(default=30, ge=1)
     executable: str | None = None  # path or name of the tool, if not the usual one
+    # environment names the tool sees beside the allowlist and the agents' usual keys
+    pass_env: list[str] = Field(default_factory=list)
+    # paths outside the workspace the tool may write when sandboxed, beside its own folders
+    writable: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -305,6 +310,8 @@ class AgentProposer:
         self.kind = kind
         self.options = options
         self.child = setup.child
+        self.confinement = setup.confinement
+        self.confined = setup.confinement.isolating
         self.hidden = PathMatcher(list(setup.hidden))
         exe = options.executable or self.preset.tool
         found = shutil.which(exe)
@@ -334,14 +341,23 @@ class AgentProposer:
                 if scope.matches(f) and not harness.matches(f) and not self.hidden.matches(f)
             ]
         stem = ctx.log_dir / f"{ctx.iteration:04d}-proposer"
+        confined = self.confinement.prepare(
+            ctx.workspace,
+            ctx.env,
+            readonly=(ctx.prompt_file, Path(self.exe).resolve()),
+            writable=(*AGENT_STATE.get(self.kind, ()), *self.options.writable),
+            pass_env=self.options.pass_env,
+            scratch=ctx.log_dir / "proposer-tmp",
+        )
         result = run_command(
             self.command(files),
             cwd=ctx.workspace,
-            env=ctx.env,
+            env=confined.env,
             timeout=self.options.timeout,
             stdout_path=stem.with_suffix(".out"),
             stderr_path=stem.with_suffix(".err"),
             child=self.child,
+            wrap=confined.wrap,
         )
         stdout, stderr = result.stdout_text(), _text(result.stderr_path)
         usage = self.preset.parse(stdout)

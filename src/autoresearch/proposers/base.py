@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from autoresearch.confinement import Confinement
 from autoresearch.process import ChildRecord
 
 
@@ -49,7 +50,8 @@ class ProposerSetup:
     A proposer keeps its own state (a study, its ideas) in `state_dir`, names itself in
     messages by `source`, edits only files matching `scope` and not `harness`, and never
     shows the files in `hidden` (the judge's rubric). Commands it runs write their process
-    group to `child`, so that an engine killed mid-run has it killed on the next start.
+    group to `child`, so that an engine killed mid-run has it killed on the next start,
+    and run confined by `confinement`.
     """
 
     name: str  # the campaign's name
@@ -62,6 +64,7 @@ class ProposerSetup:
     options: Mapping[str, Any] = field(default_factory=dict)  # as written in the config
     environ: Mapping[str, str] = field(default_factory=_environ)  # where API keys are read
     child: ChildRecord | None = None
+    confinement: Confinement = field(default_factory=Confinement)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ class CommandOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     command: str = Field(min_length=1)
     timeout: float = Field(default=1800, gt=0)
+    # environment names the command sees beside the allowlist (its own API keys, say)
+    pass_env: list[str] = Field(default_factory=list)
+    # paths outside the workspace the command may write when sandboxed (`~` allowed)
+    writable: list[str] = Field(default_factory=list)
 
 
 def note_failure(
@@ -43,6 +47,11 @@ def note_failure(
         reason = f"{who} exited with code {result.returncode}" + (f": {said}" if said else "")
         proposal.reason = clean_text(reason, REASON_CHARS)
     return proposal
+
+
+def regular_file(path: Path) -> bool:
+    """A regular file, not a link to one (what a command leaves is never followed)."""
+    return path.is_file() and not path.is_symlink()
 
 
 def last_line(text: str) -> str:
@@ -109,6 +118,8 @@ class CommandProposer:
     def __init__(self, options: CommandOptions, setup: ProposerSetup) -> None:
         self.options = options
         self.child = setup.child
+        self.confinement = setup.confinement
+        self.confined = setup.confinement.isolating
 
     def preflight(self, workspace: Path, offline: bool) -> str:
         found, problem = executable_problem(self.options.command, workspace)
@@ -118,9 +129,16 @@ class CommandProposer:
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         stem = f"{ctx.iteration:04d}-proposer"
-        description_file = ctx.log_dir / f"{ctx.iteration:04d}-description.txt"
-        description_file.unlink(missing_ok=True)
-        env = {**ctx.env, "AUTORESEARCH_DESCRIPTION_FILE": str(description_file)}
+        confined = self.confinement.prepare(
+            ctx.workspace,
+            ctx.env,
+            readonly=(ctx.prompt_file,),
+            writable=self.options.writable,
+            pass_env=self.options.pass_env,
+            scratch=ctx.log_dir / "proposer-tmp",
+        )
+        description_file = confined.description_file
+        env = {**confined.env, "AUTORESEARCH_DESCRIPTION_FILE": str(description_file)}
         result = run_command(
             self.options.command,
             cwd=ctx.workspace,
@@ -129,9 +147,10 @@ class CommandProposer:
             stdout_path=ctx.log_dir / f"{stem}.out",
             stderr_path=ctx.log_dir / f"{stem}.err",
             child=self.child,
+            wrap=confined.wrap,
         )
         description = ""
-        if description_file.is_file():  # a regular file only, read to a bound
+        if regular_file(description_file):  # never a link, read to a bound
             description = description_from(read_head(description_file))
         if not description:
             description = description_from(result.stdout_text())

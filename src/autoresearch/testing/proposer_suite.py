@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import Status
+from autoresearch.confinement import confinement_for
 from autoresearch.process import ChildRecord
 from autoresearch.prompt import build_prompt
 from autoresearch.proposers import REGISTRY
@@ -133,11 +134,25 @@ def _break_script(path: Path, kind: str) -> Callable[[str], None]:
     return breaker
 
 
+def _seen(root: Path) -> Path:
+    """Where a stand-in tool writes down what it was given: a folder of its own, the only
+    place outside its workspace that the sandbox lets it write (`writable`)."""
+    folder = root / "capture"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "seen.txt"
+
+
+# What a command-running kind needs to be told so that its stand-in can write down what it
+# was given from inside the sandbox.
+def _capture_options(root: Path) -> dict[str, Any]:
+    return {"pass_env": ["SEEN"], "writable": [str(_seen(root).parent)]}
+
+
 def command_tool(root: Path) -> Tool:
     script = _script(root / "propose.sh", f"{CAPTURE}\n{EDIT}\necho 'set N to 3'")
     return Tool(
-        options={"command": f"bash {script}", "timeout": 20},
-        seen=root / "seen.txt",
+        options={"command": f"bash {script}", "timeout": 20, **_capture_options(root)},
+        seen=_seen(root),
         breaker=_break_script(script, "command"),
     )
 
@@ -164,8 +179,13 @@ def agent_tool(kind: str) -> Callable[[Path], Tool]:
     def make(root: Path) -> Tool:
         exe = _script(root / kind, f"{CAPTURE}\n{EDIT}\n{STAND_IN_OUTPUT[kind]}")
         return Tool(
-            options={"executable": str(exe), "timeout": 20, "max_turns": 3},
-            seen=root / "seen.txt",
+            options={
+                "executable": str(exe),
+                "timeout": 20,
+                "max_turns": 3,
+                **_capture_options(root),
+            },
+            seen=_seen(root),
             breaker=_break_script(exe, kind),
         )
 
@@ -273,7 +293,7 @@ class Rig:
         log_dir.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
-            "SEEN": str(self.root / "seen.txt"),
+            "SEEN": str(_seen(self.root)),
             "AUTORESEARCH_ITERATION": str(self.iteration),
             "AUTORESEARCH_WORKSPACE": str(self.workspace),
             "AUTORESEARCH_PROMPT_FILE": str(prompt_file),
@@ -312,6 +332,10 @@ def make_rig(kind: str, root: Path) -> Rig:
         options=tool.options,
         environ={},
         child=ChildRecord(state_dir / "child.pgid"),
+        # Confined as in a campaign: the user's repository hidden, bubblewrap where it runs.
+        confinement=confinement_for(
+            "auto", "autoresearch.toml", state_dir=state_dir, root=repo, objects=None
+        ),
     )
     registered = REGISTRY[kind]
     proposer = registered.create(registered.options.model_validate(tool.options), setup)
