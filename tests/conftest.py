@@ -168,6 +168,23 @@ def statuses(repo: Path, name: str = "toy") -> list[str]:
     return [str(r["status"]) for r in ledger(repo, name)]
 
 
+def marked(token: str) -> list[int]:
+    """Live processes whose command line carries `token` (a pid means something else
+    inside a PID namespace; a marker means the same everywhere)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline and b") Z" not in stat:
+            found.append(int(entry.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     """True for a running process; a zombie waiting for its reaper is not running."""
     deadline = time.monotonic() + 5

@@ -47,6 +47,7 @@ from autoresearch.sandbox import bwrap_problem
 from autoresearch.testing.repo import git, make_repo
 from autoresearch.verify import verify_campaign
 from campaigns import campaign_toml
+from conftest import marked
 
 # Adding a mode is one entry here.
 MODES = ("none", "bwrap")
@@ -312,21 +313,6 @@ def kill_marked(token: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-
-
-def marked(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if token.encode() in cmdline and b") Z" not in stat:
-            found.append(int(entry.name))
-    return found
 
 
 def daemon(token: str, seconds: int = 300) -> str:

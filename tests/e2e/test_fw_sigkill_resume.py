@@ -45,13 +45,15 @@ def run(repo: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def test_sigkill_during_measurement_then_resume(tmp_path: Path) -> None:
-    calls, resumed = tmp_path / "calls.txt", tmp_path / "resumed"
+    # The stand-in tool writes down its calls in a folder the sandbox lets it write.
+    calls, resumed = tmp_path / "out" / "calls.txt", tmp_path / "resumed"
+    calls.parent.mkdir()
     claude = tmp_path / "claude"
     claude.write_text(CLAUDE.format(calls=calls))
     claude.chmod(0o755)
     config = campaign_toml(
         guard=None,
-        proposer={"kind": "claude", "executable": str(claude)},
+        proposer={"kind": "claude", "executable": str(claude), "writable": [str(calls.parent)]},
         **{"metric.target": None, "metric.timeout": 120},
     )
     repo = make_repo(

@@ -7,23 +7,30 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from campaigns import campaign_toml, script_campaign
-from conftest import Runner, alive, git, ledger, make_repo
+from conftest import Runner, git, ledger, make_repo, marked
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_rolls_back_and_logs(tmp_path: Path, cli: Runner, sig: int, code: int) -> None:
-    marker = tmp_path / "child.pid"
+    out = tmp_path / "out"
+    out.mkdir()
+    marker, token = out / "started", f"ar-interrupted-{uuid.uuid4().hex}"
     repo = script_campaign(
         tmp_path,
         'if [ "$AUTORESEARCH_ITERATION" = 2 ]; then echo "N = 1" > calc.py; '
-        f"sleep 60 & echo $! > {marker}; wait; fi\n"
+        f"bash -c 'exec -a {token} sleep 60' & touch {marker}; wait; fi\n"
         "sed -i 's/^N = .*/N = 5/' calc.py\n",
-        **{"stop.max_iterations": 5, "proposer.timeout": 120},
+        **{
+            "stop.max_iterations": 5,
+            "proposer.timeout": 120,
+            "proposer.writable": [str(out)],
+        },
     )
     engine = subprocess.Popen(
         [sys.executable, "-m", "autoresearch", "run"],
@@ -44,8 +51,8 @@ def test_interrupt_rolls_back_and_logs(tmp_path: Path, cli: Runner, sig: int, co
     assert [r["status"] for r in records] == ["baseline", "keep", "interrupted"]
     status = json.loads(cli(repo, "status", "--json").stdout)
     assert status["stop_reason"] == "interrupted" and status["running"] is False
-    # No orphan left from the proposer's process group.
-    assert not alive(int(marker.read_text()))
+    # No process left from the proposer.
+    assert not marked(token)
     worktree = repo / ".autoresearch/t/worktree"
     assert git(worktree, "status", "--porcelain") == ""
     assert (worktree / "calc.py").read_text() == "N = 5\n"

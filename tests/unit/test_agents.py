@@ -14,11 +14,19 @@ from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo
 
 
-def agent_config(kind: str) -> str:
+def agent_config(kind: str, out: Path) -> str:
+    """Campaign "agent" whose stand-in tool writes its arguments to `ARGS_OUT` in `out`."""
     return campaign_toml(
         name="agent",
         guard=None,
-        proposer={"kind": kind, "model": "some-model", "extra_args": ["--verbose"], "max_turns": 7},
+        proposer={
+            "kind": kind,
+            "model": "some-model",
+            "extra_args": ["--verbose"],
+            "max_turns": 7,
+            "pass_env": ["ARGS_OUT"],
+            "writable": [str(out)],
+        },
         **{"metric.pattern": None, "stop.max_iterations": 1},
     )
 
@@ -88,17 +96,19 @@ def agent_repo(tmp_path: Path, kind: str) -> tuple[Path, dict[str, str]]:
     tool = bindir / kind
     tool.write_text(STAND_INS[kind])
     tool.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
     repo = make_repo(
         tmp_path / "repo",
         {
             "calc.py": "N = 10\n",
             "bench.py": "import calc\nprint(abs(calc.N - 3))\n",
-            "autoresearch.toml": agent_config(kind),
+            "autoresearch.toml": agent_config(kind, out),
         },
     )
     env = {
         "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
-        "ARGS_OUT": str(tmp_path / "args.txt"),
+        "ARGS_OUT": str(out / "args.txt"),
     }
     return repo, env
 
@@ -115,7 +125,7 @@ def test_preset_runs_the_tool_and_records_its_cost(
     cost, tokens_in, tokens_out, flags = EXPECTED[kind]
     assert record.get("cost_usd") == cost
     assert record["tokens_in"] == tokens_in and record["tokens_out"] == tokens_out
-    args = (tmp_path / "args.txt").read_text().splitlines()
+    args = (tmp_path / "out" / "args.txt").read_text().splitlines()
     for flag in flags:
         assert flag in args, (flag, args)
     assert "--verbose" in args
@@ -128,7 +138,7 @@ def test_preset_runs_the_tool_and_records_its_cost(
 def test_claude_may_not_commit(tmp_path: Path, invoke: Runner) -> None:
     repo, env = agent_repo(tmp_path, "claude")
     assert invoke(repo, "run", env=env).returncode == 0
-    args = (tmp_path / "args.txt").read_text()
+    args = (tmp_path / "out" / "args.txt").read_text()
     assert "Bash(git commit:*)" in args
 
 
@@ -149,7 +159,7 @@ def test_a_missing_tool_is_named_with_how_to_install_it(
         {
             "calc.py": "N = 10\n",
             "bench.py": "print(1)\n",
-            "autoresearch.toml": agent_config(kind),
+            "autoresearch.toml": agent_config(kind, tmp_path),
         },
     )
     for command in ("run", "check"):

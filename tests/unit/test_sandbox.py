@@ -56,24 +56,29 @@ def test_secrets_are_not_passed_to_the_metric_unless_listed(
         "print('seen:', sorted(k for k in os.environ if k.startswith('AR_TEST')))\n"
         "print(1)\n"
     )
-    seen = tmp_path / "proposer-env"
+    out = tmp_path / "out"
+    out.mkdir()
+    seen = out / "proposer-env"
     repo = sandbox_repo(
         tmp_path,
         bench,
         {"pass_env": ["AR_TEST_PASSED_TOKEN"], "isolation": isolation},
-        proposer=f"env | grep ^AR_TEST | sort > {seen}",
+        proposer=f"env | grep -e ^AR_TEST -e ^ANTHROPIC | sort > {seen}",
+        **{"proposer.pass_env": ["AR_TEST_PLAIN"], "proposer.writable": [str(out)]},
     )
     env = {
         "AR_TEST_API_KEY": "a",
         "AR_TEST_PASSED_TOKEN": "b",
         "AR_TEST_SECRET": "c",
         "AR_TEST_PLAIN": "d",
+        "ANTHROPIC_API_KEY": "e",
     }
     assert invoke(repo, "run", env=env).returncode == 0
-    out = (repo / ".autoresearch/s/logs/0000-metric-1.out").read_text()
-    assert seen_by_metric in out
-    # The proposer (an agent needs its API key) gets the whole environment.
-    assert seen.read_text().count("AR_TEST_") == 4
+    metric_out = (repo / ".autoresearch/s/logs/0000-metric-1.out").read_text()
+    assert seen_by_metric in metric_out
+    # The proposer's environment is an allowlist too: the names agents read their keys
+    # from, and what `[proposer] pass_env` adds; never the metric's `pass_env`.
+    assert seen.read_text().splitlines() == ["ANTHROPIC_API_KEY=e", "AR_TEST_PLAIN=d"]
 
 
 def test_memory_limit_turns_a_hog_into_a_crash(tmp_path: Path, invoke: Runner) -> None:
