@@ -614,6 +614,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                     },
                     "decision": report.decision,
                     "isolation": report.isolation,
+                    "limits": report.limits,
                 },
                 indent=2,
             )
@@ -630,6 +631,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
             console.print(f"[red]proposer cannot work:[/] {escape(proposer.problem)}")
     console.print(f"decision: {escape(report.decision)}")
     console.print(f"isolation: {escape(report.isolation)}")
+    console.print(f"limits: {escape(report.limits)}")
     if report.harness:
         console.print("harness: " + escape(", ".join(report.harness)))
     for k, m in enumerate(report.metric, 1):

@@ -20,7 +20,7 @@ from autoresearch.judge import Judge
 from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
-from autoresearch.sandbox import isolation_text
+from autoresearch.sandbox import isolation_text, limits_text
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
 # What `check` says before it knows: `run_check` replaces it with the isolation in force
@@ -50,6 +50,7 @@ class CheckReport:
     proposer: ProposerCheck | None = None
     decision: str = ""
     isolation: str = ISOLATION
+    limits: str = ""
 
     @property
     def ok(self) -> bool:
@@ -143,6 +144,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)
+        report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
         env["AUTORESEARCH_WORKSPACE"] = str(scratch)

@@ -235,7 +235,7 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         f"- platform: {env['platform']}",
         f"- harness at commit: {env['harness_commit']}",
         f"- judge fingerprint: {env['fingerprint']}",
-        f"- isolation of metric and guard: {md_text(env['isolation'])}",
+        f"- isolation of the proposer's commands, metric and guard: {md_text(env['isolation'])}",
     ]
     for name, digest in sorted(env["harness_files"].items()):
         lines.append(f"- {md_text(name)}: sha256 {digest}")

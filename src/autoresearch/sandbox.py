@@ -219,3 +219,19 @@ def interpreter_dirs(path_env: str, root: Path) -> tuple[Path, ...]:
             continue
         found.append(folder.parent if folder.name in ("bin", "Scripts") else folder)
     return tuple(dict.fromkeys(found))
+
+
+def limits_text(memory_mb: int, cpu_seconds: int) -> str:
+    """What `[sandbox] memory_mb` and `cpu_seconds` hold, as `check` and the report say it:
+    limits apply to each process (setrlimit), never to a command's processes together."""
+    parts = []
+    if memory_mb:
+        parts.append(f"address space {memory_mb} MiB")
+    if cpu_seconds:
+        parts.append(f"CPU time {cpu_seconds} s")
+    if not parts:
+        return "none (memory_mb and cpu_seconds are off)"
+    return (
+        ", ".join(parts) + " for each process of a command (setrlimit); the processes of one "
+        "command are not limited together (no cgroup limits)"
+    )

@@ -55,6 +55,21 @@ def test_a_committed_script_and_the_rule_and_isolation_are_shown(
     assert code == 0 and data["ok"] is True
     assert data["proposer"]["ok"] is True and data["proposer"]["kind"] == "command"
     assert data["decision"].startswith("sequential") and data["isolation"] == expected
+    assert data["limits"].startswith("none") and "limits: none" in result.stdout
+
+
+def test_check_says_limits_hold_per_process(tmp_path: Path, invoke: Runner) -> None:
+    repo = repo_with(
+        tmp_path,
+        {"propose.sh": "echo hi\n"},
+        proposer={"kind": "command", "command": "bash propose.sh"},
+        sandbox={"memory_mb": 512, "cpu_seconds": 30},
+    )
+    code, data = check_json(invoke, repo)
+    assert code == 0, data
+    said = data["limits"]
+    assert "512 MiB" in said and "30 s" in said and "each process" in said
+    assert "not limited together" in said
 
 
 @pytest.mark.parametrize(

@@ -112,4 +112,4 @@ def test_the_report_says_which_isolation_was_in_force(tmp_path: Path) -> None:
     repo = campaign(tmp_path, "none")
     run_once(repo, set_n("7"))
     text = render_markdown(gather(repo / ".autoresearch" / "toy"), None)
-    assert "- isolation of metric and guard: none" in text
+    assert "- isolation of the proposer's commands, metric and guard: none" in text
