@@ -587,7 +587,7 @@ def test_scope_file_replaced_by_a_link_out_of_the_workspace(tmp_path: Path, isol
     assert all(r.metric != 0 for r in ledger(state))
 
 
-@pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
+@pytest.mark.parametrize("isolation", modes())
 def test_proposer_edits_an_unchanged_file_in_the_measurement_folder(
     tmp_path: Path, isolation: str
 ) -> None:

@@ -188,6 +188,9 @@ class Engine:
         self.on_event(Started(self.summary(), self.max_iterations, where, resumed))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
+        evaluator = getattr(self, "evaluator", None)  # none when stopped before it opened
+        if evaluator is not None:
+            evaluator.discard()
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(

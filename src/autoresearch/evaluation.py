@@ -17,6 +17,7 @@ from pathlib import Path
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.decide import Side, Verdict, estimate, explain
+from autoresearch.errors import AutoresearchError
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
@@ -143,6 +144,14 @@ class Evaluator:
         env["AUTORESEARCH_WORKSPACE"] = str(self.tree.path)
         env["AUTORESEARCH_CAMPAIGN"] = self.campaign.name
         return env
+
+    def discard(self) -> None:
+        """Throw away what the last run wrote, at the end of a campaign. Best effort: a
+        folder that is no longer the engine's is refused by the next run, never written."""
+        try:
+            self.tree.discard()
+        except AutoresearchError:
+            pass
 
     # -- single runs --------------------------------------------------------------------
 

@@ -33,6 +33,8 @@ class Tree(Protocol):
 
     def settle(self) -> None: ...
 
+    def discard(self) -> None: ...
+
 
 class MeasureTree:
     def __init__(
@@ -55,6 +57,7 @@ class MeasureTree:
         self.share = [s.strip().rstrip("/") for s in share]
         self.exclude_file = exclude_file
         self.current: str | None = None
+        self._dirty = False  # a run wrote here since the folder last showed `current`
         self._git: Git | None = None
         self._common: str | None = None
 
@@ -85,35 +88,48 @@ class MeasureTree:
         return git.run(f"--git-dir={self.gitdir}", f"--work-tree={self.path}", *args, extra_env=env)
 
     def show(self, commit: str) -> None:
-        """Make the folder exactly `commit`'s tree (plus the shared paths' links)."""
+        """Make the folder exactly `commit`'s tree (plus the shared paths' links), throwing
+        away what the last run wrote."""
         if self.current is not None:
             self._check()
-        if self.current == commit:
+        if self.current == commit and not self._dirty:
             return
         index = self.gitdir / "index"
         if self.current is None or not index.is_file() or not self.path.is_dir():
             self._rebuild(commit)
         else:
+            if self._dirty:
+                self._clean()
             try:
-                self._run("read-tree", "-m", "-u", self.current, commit)
+                # One pass both undoes what a run changed in tracked files and moves to
+                # `commit`: a reset writes every file that differs from the new index.
+                self._run("read-tree", "--reset", "-u", commit)
             except GitError:
                 self._rebuild(commit)
+        self._dirty = False
         self.current = commit
         self._fill_submodules()
         self._link_shares()
 
     def settle(self) -> None:
-        """Undo what a run wrote: tracked files back to the commit, everything else gone."""
-        if self.current is None:
-            return
-        self._check()
-        self._run("read-tree", "--reset", "-u", self.current)
+        """A run is over: what it wrote goes before the folder shows anything again. The
+        work is done by the next `show` (one pass over the files instead of two), or by
+        `discard` when nothing will run here for a while."""
+        if self.current is not None:
+            self._check()  # a folder swapped during the run is named now, not at next use
+            self._dirty = True
+
+    def discard(self) -> None:
+        """Undo what the last run wrote now: tracked files back to the commit, everything
+        else gone."""
+        if self.current is not None and self._dirty:
+            self.show(self.current)
+
+    def _clean(self) -> None:
         args = ["clean", "-ffdxq"]
         for item in self.share:
             args += ["-e", f"/{item}"]
         self._run(*args)
-        self._fill_submodules()
-        self._link_shares()
 
     def _fill_submodules(self) -> None:
         """Each submodule's folder holds exactly the commit the measured tree records."""

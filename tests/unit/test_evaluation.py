@@ -46,6 +46,9 @@ class Stage:
     def settle(self) -> None:
         pass
 
+    def discard(self) -> None:
+        pass
+
     def run(self, spec: CommandSpec, **_: Any) -> Measurement:
         self.runs.append(self.showing)
         value = self.values[self.showing].pop(0)

@@ -145,10 +145,23 @@ def test_the_tree_moves_by_changed_paths_and_rebuilds_when_damaged(tmp_path: Pat
     (tree.path / "junk").write_text("left by a run")
     (tree.path / "a.txt").write_text("edited by a run")
     tree.settle()
+    tree.discard()
     assert not (tree.path / "junk").exists() and (tree.path / "a.txt").read_text() == "1\n"
     assert (tree.path / "b" / "c.txt").stat().st_ino == untouched
     tree.show(second)
     assert (tree.path / "a.txt").read_text() == "changed\n"
+    # What a run wrote is gone when the next commit is shown, undone in the same pass.
+    (tree.path / "junk").write_text("left by a run")
+    (tree.path / "b").mkdir()
+    (tree.path / "b" / "c.txt").write_text("planted where the next commit has a file")
+    (tree.path / "a.txt").write_text("edited by a run")
+    tree.settle()
+    tree.show(first)
+    assert not (tree.path / "junk").exists()
+    assert (tree.path / "a.txt").read_text() == "1\n" and (
+        tree.path / "b/c.txt"
+    ).read_text() == "2\n"
+    tree.show(second)
     assert not (tree.path / "b" / "c.txt").exists()
     (tree.gitdir / "index").unlink()  # damaged: rebuilt from scratch
     tree.show(first)
