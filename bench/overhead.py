@@ -20,6 +20,7 @@ from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.ledger import Ledger
+from autoresearch.sandbox import bwrap_problem
 from gitrepo import commit_all
 
 CONFIG = """\
@@ -35,7 +36,7 @@ direction = "minimize"
 max_iterations = {attempts}
 
 [sandbox]
-watch_checkout = {watch}
+isolation = "{isolation}"
 
 [proposer]
 kind = "command"
@@ -43,7 +44,7 @@ command = "echo \\"X = $AUTORESEARCH_ITERATION\\" > pkg/mod_0000.py"
 """
 
 
-def make_repo(root: Path, files: int, attempts: int, watch: bool = True) -> None:
+def make_repo(root: Path, files: int, attempts: int, isolation: str = "bwrap") -> None:
     per_dir = 100
     for i in range(files):
         folder = root / "pkg" if i == 0 else root / "pkg" / f"d{i // per_dir:03d}"
@@ -51,15 +52,15 @@ def make_repo(root: Path, files: int, attempts: int, watch: bool = True) -> None
         name = "mod_0000.py" if i == 0 else f"mod_{i:05d}.py"
         (folder / name).write_text(f"X = {i}\n" + "# filler line\n" * 20)
     (root / "bench.py").write_text("print(1)\n")
-    config = CONFIG.format(attempts=attempts, watch=str(watch).lower())
+    config = CONFIG.format(attempts=attempts, isolation=isolation)
     (root / "autoresearch.toml").write_text(config)
     commit_all(root, "files")
 
 
-def measure(files: int, attempts: int, watch: bool) -> dict[str, float]:
+def measure(files: int, attempts: int, isolation: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="ar-overhead-") as tmp:
         root = Path(tmp).resolve()
-        make_repo(root, files, attempts, watch)
+        make_repo(root, files, attempts, isolation)
         campaign = load_campaign(root)
         started = time.monotonic()
         result = Engine(campaign).run()
@@ -88,15 +89,16 @@ def main() -> None:
         "excludes proposer, metric and guard)"
     )
     print(
-        "watch: the user's checkout is scanned before and after each proposer run "
-        "([sandbox] watch_checkout)"
+        "isolation bwrap: proposer, metric and guard sandboxed (the checkout is not mounted, "
+        "so it is not watched); none: the checkout is scanned before and after each proposer run"
     )
-    print(f"{'files':>8} {'watch':>6} {'median ms':>10} {'p90 ms':>8} {'wall s/attempt':>15}")
+    modes = ["none"] if bwrap_problem() else ["bwrap", "none"]
+    print(f"{'files':>8} {'isolation':>10} {'median ms':>10} {'p90 ms':>8} {'wall s/attempt':>15}")
     for size in (int(s) for s in args.sizes.split(",")):
-        for watch in (False, True):
-            row = measure(size, args.attempts, watch)
+        for isolation in modes:
+            row = measure(size, args.attempts, isolation)
             print(
-                f"{row['files']:>8} {'on' if watch else 'off':>6} {row['median_ms']:>10.1f} "
+                f"{row['files']:>8} {isolation:>10} {row['median_ms']:>10.1f} "
                 f"{row['p90_ms']:>8.1f} {row['wall_s_per_attempt']:>15.3f}"
             )
     sys.stdout.flush()

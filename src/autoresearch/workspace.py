@@ -465,8 +465,8 @@ class Workspace:
             "--pathspec-file-nul",
             input=_nul_join(dirty),
         )
-        self._remember_index()
         tree = git.run("write-tree").strip()
+        self._remember_index()  # write-tree stores its cache-tree in the index
         changes: list[Change] = []
         if tree == incumbent_tree:
             pass
