@@ -53,8 +53,19 @@ ENV_ALLOWED = (
     "CONDA_PREFIX",
     "CUDA_VISIBLE_DEVICES",
     "OMP_NUM_THREADS",
+    # where toolchains live: paths, never secrets
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CONDA_DEFAULT_ENV",
+    "HF_HOME",
+    "TORCH_HOME",
+    "JAVA_HOME",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NODE_PATH",
 )
-ENV_PREFIXES = ("LC_", "AUTORESEARCH_")
+ENV_PREFIXES = ("LC_", "AUTORESEARCH_", "XDG_")
 
 
 def allowed_env(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
