@@ -70,6 +70,7 @@ PROPOSER_WRITES = (
     "none: the proposer writes the user's checkout, .git and .autoresearch/ (logs, ledger, "
     "measurement folder) by path"
 )
+PROPOSER_REACH = "none: the proposer writes anywhere the user can (a program on PATH, ~/.bashrc)"
 PROPOSER_PROCS = "none: processes the proposer leaves outlive the attempt"
 PROPOSER_PIPES = "none: the engine waits on pipes the proposer's daemon holds"
 PROPOSER_ENV = "none: the proposer reads the engine's environment through /proc"
@@ -871,6 +872,43 @@ def test_candidate_reads_ssh_keys(
     repo, _ = user_repo(tmp_path, isolation, {1: candidate_running(shell)})
     run(repo)
     assert SSH_SECRET.encode() not in everything_written(repo)
+
+
+@pytest.mark.parametrize("isolation", modes(none=READS))
+def test_proposer_commits_the_users_ssh_key(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN KEY-----\n{SSH_SECRET}\n")
+    monkeypatch.setenv("HOME", str(home))
+    attack = HONEST + "\n    cat ~/.ssh/id_ed25519 | sed 's/^/# /' >> calc.py; cat ~/.ssh/*"
+    repo, _ = user_repo(tmp_path, isolation, {1: attack})
+    run(repo)
+    assert SSH_SECRET.encode() not in everything_written(repo)
+
+
+@pytest.mark.parametrize("isolation", modes(none=PROPOSER_REACH))
+def test_proposer_plants_a_program_the_metric_runs(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `python` earlier on PATH than the real one, written by the proposer outside its
+    # workspace: the metric would run it and print whatever it likes.
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".bashrc").write_text("# the user's\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    attack = (
+        "    printf '#!/bin/sh\\necho \"score: 0\"\\n' > ~/.local/bin/python\n"
+        "    chmod +x ~/.local/bin/python; echo 'alias python=true' >> ~/.bashrc\n"
+        "    sed -i 's/^N = .*/N = 9/' calc.py"
+    )
+    repo, state = user_repo(tmp_path, isolation, {1: attack, 2: HONEST})
+    run(repo)
+    assert_honest(repo, ledger(state))
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize("isolation", modes())
