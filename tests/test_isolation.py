@@ -578,6 +578,32 @@ def test_ignored_file_planted_for_the_metric(tmp_path: Path, isolation: str) -> 
 
 
 @pytest.mark.parametrize("isolation", modes())
+def test_rejected_content_never_enters_the_users_repository(tmp_path: Path, isolation: str) -> None:
+    # Out of scope (a large file beside the scope) and in the harness: both rejected, and
+    # neither may leave its bytes in the user's object store.
+    marker = "rejected-" + uuid.uuid4().hex
+    attack = (
+        f"    head -c 3000000 /dev/urandom | base64 > blob.txt; echo {marker} >> blob.txt\n"
+        f"    {HONEST.strip()}"
+    )
+    harness = f"    echo '# {marker}' >> bench.py; {HONEST.strip()}"
+    repo, state = user_repo(tmp_path, isolation, {1: attack, 2: harness})
+    objects = git(repo, "count-objects", "-v")
+    run(repo)
+    records = ledger(state)
+    assert [r.status for r in records[1:]] == [Status.SCOPE_VIOLATION, Status.TAMPERED]
+    assert marker.encode() not in everything_written(repo)
+    size = {k: v for k, _, v in (line.partition(": ") for line in objects.splitlines())}
+    after = {
+        k: v
+        for k, _, v in (
+            line.partition(": ") for line in git(repo, "count-objects", "-v").splitlines()
+        )
+    }
+    assert int(after["size"]) - int(size["size"]) < 1000  # KiB: no 4 MB blob stored
+
+
+@pytest.mark.parametrize("isolation", modes())
 def test_scope_file_replaced_by_a_link_out_of_the_workspace(tmp_path: Path, isolation: str) -> None:
     outside = tmp_path / "cheat.py"
     outside.write_text("N = 3\n")

@@ -306,7 +306,9 @@ class Engine:
         """Find out from git what changed, and commit it as the attempt's candidate."""
         self.phase("checking", iteration)
         watch.scan_after()
-        candidate = self.workspace.collect(self.incumbent.commit, self.incumbent.tree)
+        candidate = self.workspace.collect(
+            self.incumbent.commit, self.incumbent.tree, admit=self.rules.admits
+        )
         changed = watch.changes()
         if changed:
             return Collected(candidate, proposal.description, checkout_changes=tuple(changed))

@@ -28,6 +28,14 @@ class Rules:
     fingerprinted: Collection[str]  # harness files and the rubric (the config is refused in scope)
     escapes: Callable[[str], bool]  # a path is a symlink leading out of the workspace
 
+    def admits(self, path: str) -> bool:
+        """A path a candidate may change: its content may enter the repository."""
+        return (
+            self.scope.matches(path)
+            and not self.harness.matches(path)
+            and path not in self.fingerprinted
+        )
+
 
 def screen(
     proposal: Proposal, candidate: Candidate, checkout_changes: list[str], rules: Rules

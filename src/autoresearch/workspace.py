@@ -19,6 +19,7 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -442,13 +443,17 @@ class Workspace:
 
     # -- attempts ----------------------------------------------------------------------
 
-    def collect(self, incumbent: str, incumbent_tree: str) -> Candidate:
+    def collect(
+        self, incumbent: str, incumbent_tree: str, admit: Callable[[str], bool] | None = None
+    ) -> Candidate:
         """Stage what the proposer left in the workspace and describe it against the
         incumbent.
 
         The files are read by the engine through its own git directory: whatever the
         proposer did to its `.git` (commits, resets, branches, index flags, filters) is
-        not looked at, beyond noting that it moved HEAD.
+        not looked at, beyond noting that it moved HEAD. When a changed path is one that
+        `admit` refuses (outside the scope, the harness), nothing is staged: the candidate
+        names its paths (it will be rejected) and its content never enters the repository.
         """
         self.check()
         moved = self._agent_moved()
@@ -458,6 +463,15 @@ class Workspace:
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
             return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
+        if admit is not None and not all(admit(p) for p in dirty):
+            deleted, untracked = set(scan.deleted), set(scan.untracked)
+            named = [
+                Change("D" if p in deleted else "A" if p in untracked else "M", p)
+                for p in sorted(set(dirty))
+            ]
+            return Candidate(
+                tree=incumbent_tree, changes=named, ignored=scan.ignored, head_moved=moved
+            )
         git.run_bytes(
             "add",
             "-A",
