@@ -29,6 +29,9 @@ class Status(StrEnum):
     EDIT_REFUSED = "edit_refused"
     INTERRUPTED = "interrupted"
     CHECKOUT_CHANGED = "checkout_changed"
+    # The candidate's files are exactly an earlier measured attempt's: answered from the
+    # ledger (the reason names that attempt), not measured again.
+    DUPLICATE = "duplicate"
 
     @property
     def halts(self) -> bool:
@@ -49,7 +52,13 @@ class Status(StrEnum):
     @property
     def is_failure(self) -> bool:
         """Something went wrong (as opposed to a measured change that was not better)."""
-        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD, Status.NO_CHANGE)
+        return self not in (
+            Status.BASELINE,
+            Status.KEEP,
+            Status.DISCARD,
+            Status.NO_CHANGE,
+            Status.DUPLICATE,
+        )
 
     @property
     def measured(self) -> bool:
@@ -73,6 +82,7 @@ class Status(StrEnum):
             Status.PROPOSER_FAILED,
             Status.EDIT_REFUSED,
             Status.CHECKOUT_CHANGED,
+            Status.DUPLICATE,
         )
 
     @property

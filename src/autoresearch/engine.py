@@ -47,6 +47,7 @@ from autoresearch.recording import (
     describe,
     in_flight_record,
 )
+from autoresearch.repeats import TreeIndex, git_trees
 from autoresearch.screening import Screened, screen
 from autoresearch.startup import (
     LOST_REASON,
@@ -68,7 +69,14 @@ REJECTED_CONTENT = frozenset({Status.SCOPE_VIOLATION, Status.TAMPERED})
 # After these outcomes only the attempt's own paths need undoing; anything unusual (a
 # signal, a tamper, a proposer that failed midway) gets a full reset.
 FAST_ROLLBACK = frozenset(
-    {Status.KEEP, Status.DISCARD, Status.CRASH, Status.GUARD_FAILED, Status.NO_CHANGE}
+    {
+        Status.KEEP,
+        Status.DISCARD,
+        Status.CRASH,
+        Status.GUARD_FAILED,
+        Status.NO_CHANGE,
+        Status.DUPLICATE,
+    }
 )
 
 
@@ -179,6 +187,8 @@ class Engine:
             self.campaign, self.workspace, self.executor, self.fingerprint, self.logs, self.phase
         )
         self.evaluator.load(self.records)
+        self.trees = TreeIndex(git_trees(self.workspace.git))
+        self.trees.load(self.records)
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -229,7 +239,8 @@ class Engine:
         self.incumbent = Incumbent(self.incumbent.commit, self.incumbent.tree, measured.metric)
         self.workspace.record_ref(0, self.incumbent.commit)
         engine = self.clock() - began - measured.seconds - guard.seconds
-        self._log(baseline_record(self.incumbent, measured, guard, engine))
+        record = self._log(baseline_record(self.incumbent, measured, guard, engine))
+        self.trees.add(record, self.incumbent.tree)
         return None
 
     # -- one attempt --------------------------------------------------------------------
@@ -256,6 +267,8 @@ class Engine:
             self._count_proposer_failures(proposal)
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
+            if screened is None and pending is None:  # files measured before: not again
+                screened = self.trees.screen(collected.candidate.tree)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)  # its content is not kept under a ref
             steps = replace(steps, outcome=screened or self._measure(iteration, collected))
@@ -358,12 +371,12 @@ class Engine:
         """Log the attempt (fsynced) and tell the proposer how it went."""
         record = self._log(attempt_record(steps, before, self.incumbent, self.clock()))
         self.state.update(in_flight=None)
+        if steps.collected is not None and record.commit is not None:
+            self.trees.add(record, steps.collected.candidate.tree)
         if self.proposer is not None and record.status is not Status.INTERRUPTED:
             direction = str(self.cfg.metric.direction)
-            best = self.incumbent.metric
-            self.proposer.observe(
-                Outcome(steps.iteration, record.status, record.metric, best, direction)
-            )
+            best, metric = self.incumbent.metric, self.trees.answer(record)
+            self.proposer.observe(Outcome(steps.iteration, record.status, metric, best, direction))
         return record
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:
