@@ -147,6 +147,9 @@ class AttemptRecord:
     timings: Timings | None = None
     utc: str | None = None
     prev_hash: str | None = None
+    # What the engine asked for: the hypothesis from the queue, the strategy when stuck.
+    hypothesis: str | None = None
+    strategy: str | None = None
     # Keys this version does not know (a newer writer's), kept so nothing read is lost.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -209,6 +212,8 @@ class AttemptRecord:
             timings=timings,
             utc=take("utc"),
             prev_hash=take("prev_hash"),
+            hypothesis=take("hypothesis"),
+            strategy=take("strategy"),
         )
         return replace(record, extra=known) if known else record
 
@@ -244,6 +249,8 @@ class AttemptRecord:
             ("judge_tokens_out", self.judge_cost.tokens_out),
             ("reason", self.reason),
             ("previous_best", self.previous_best),
+            ("hypothesis", self.hypothesis),
+            ("strategy", self.strategy),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

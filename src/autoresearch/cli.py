@@ -111,10 +111,27 @@ def main() -> None:
 @main.command()
 @config_option
 @output_options
+@click.option(
+    "--hypotheses",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Markdown list or JSONL of hypotheses, one tried per attempt, in order.",
+)
 @handle_errors
-def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool) -> None:
+def run(
+    config_path: Path | None,
+    max_iterations: int | None,
+    quiet: bool,
+    plain: bool,
+    hypotheses: Path | None,
+) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
+    if hypotheses is not None:
+        from autoresearch.ideas import queue_file
+
+        added = queue_file(campaign, hypotheses)
+        console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
     result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
     sys.exit(result.exit_code)
 
@@ -187,6 +204,9 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"cost ${data['cost_usd']:.4f}; tokens {data['tokens_in']} in, {data['tokens_out']} out"
         )
+    for key in ("escalation", "diminishing_returns"):
+        if data.get(key):
+            lines.append(safe(str(data[key])))
     lines.append(f"branch {safe(data['branch'])}   ledger {safe(data['ledger'])}")
     return lines
 
@@ -207,6 +227,27 @@ def log_(config_path: Path | None, as_json: bool) -> None:
         return
     direction = str(StateFile(state_dir).read().get("direction") or "minimize")
     console.print(attempts_table(records, direction=direction))
+
+
+@main.command()
+@config_option
+@json_option
+@handle_errors
+def ideas(config_path: Path | None, as_json: bool) -> None:
+    """The hypothesis queue and the ideas backlog, with the outcome of each."""
+    from autoresearch.ideas import listing
+
+    found = listing(_root(), config_path)
+    if as_json:
+        click.echo(json.dumps([e.to_json() for e in found], indent=2))
+        return
+    if not found:
+        console.print("no hypotheses queued and no ideas in the backlog yet")
+        return
+    for e in found:
+        where = f"#{e.iteration} {e.outcome}" if e.iteration is not None else e.outcome
+        result = f" metric {num(e.metric)}" if e.metric is not None else ""
+        console.print(f"{e.source:10} {safe(where)}{result}: {safe(e.text)}")
 
 
 @main.command()

@@ -22,6 +22,7 @@ from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.guidance import Guidance, Guide
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import (
@@ -111,6 +112,7 @@ class Engine:
         self.fingerprint = Fingerprint()
         self.proposer_failures = 0
         self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
+        self.guide, self.guidance = Guide(campaign), Guidance()
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -258,7 +260,9 @@ class Engine:
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
                 proposal, seconds, watch = self._replay(pending)
+                self.guidance = Guidance(hypothesis=pending.hypothesis)
             steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
+            steps = replace(steps, guidance=self.guidance)
             collected = self._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
             if collected.commit is not None:  # a kill from here on must not lose it
@@ -292,7 +296,10 @@ class Engine:
         self.phase("proposing", iteration)
         records, best = self.records, self.incumbent.metric
         path = self.workspace.path
-        ctx = proposal_context(self.campaign, records, iteration, best, path, self.logs)
+        self.guidance = self.guide.next(records)
+        ctx = proposal_context(
+            self.campaign, records, iteration, best, path, self.logs, self.guidance
+        )
         # A confined proposer cannot see the checkout: there is nothing to watch.
         watched = (
             self.cfg.sandbox.watch_checkout
@@ -373,10 +380,16 @@ class Engine:
         self.state.update(in_flight=None)
         if steps.collected is not None and record.commit is not None:
             self.trees.add(record, steps.collected.candidate.tree)
+        output = steps.proposal.output_path if steps.proposal else None
+        for idea in self.guide.learn(self.records, output):
+            self.warn(f"idea added to the backlog: {idea}")
         if self.proposer is not None and record.status is not Status.INTERRUPTED:
             direction = str(self.cfg.metric.direction)
             best, metric = self.incumbent.metric, self.trees.answer(record)
-            self.proposer.observe(Outcome(steps.iteration, record.status, metric, best, direction))
+            memory = self.guide.memory(self.records)
+            self.proposer.observe(
+                Outcome(steps.iteration, record.status, metric, best, direction, memory)
+            )
         return record
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:

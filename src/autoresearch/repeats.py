@@ -112,6 +112,15 @@ def failure_signature(record: AttemptRecord) -> str | None:
     return f"{status}:{reason}"
 
 
+def _signature(record: AttemptRecord, seen: dict[int, str | None]) -> str | None:
+    """A duplicate of a failed attempt repeats that failure: it shares its signature."""
+    if record.status is Status.DUPLICATE:
+        number = duplicate_of(record)
+        earlier = seen.get(number) if number is not None else None
+        return earlier or failure_signature(record)
+    return failure_signature(record)
+
+
 def breaker_trips(records: Sequence[AttemptRecord], limit: int) -> int:
     """How often, since the last keep, `limit` attempts in a row failed the same way.
     Each run of `limit` identical failures is one trip; the count restarts after a trip, so
@@ -121,13 +130,15 @@ def breaker_trips(records: Sequence[AttemptRecord], limit: int) -> int:
     trips = 0
     run = 0
     last: str | None = None
+    seen: dict[int, str | None] = {}
     for record in records:
+        seen[record.iteration] = _signature(record, seen)
         if record.status.sets_best:
             trips, run, last = 0, 0, None
             continue
         if record.status is Status.INTERRUPTED:
             continue  # says nothing about the search
-        signature = failure_signature(record)
+        signature = seen[record.iteration]
         if signature is None:
             run, last = 0, None
             continue
@@ -143,10 +154,13 @@ def repeated_failure(records: Sequence[AttemptRecord], limit: int) -> str | None
     """The failure the last `limit` attempts repeated, when they just tripped the breaker."""
     if limit <= 0:
         return None
+    seen: dict[int, str | None] = {}
+    for record in records:
+        seen[record.iteration] = _signature(record, seen)
     recent = [r for r in records if r.status is not Status.INTERRUPTED][-limit:]
     if len(recent) < limit or any(r.status.sets_best for r in recent):
         return None
-    signatures = {failure_signature(r) for r in recent}
+    signatures = {seen[r.iteration] for r in recent}
     if len(signatures) != 1 or None in signatures:
         return None
     last = recent[-1]
