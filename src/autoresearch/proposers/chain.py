@@ -27,7 +27,8 @@ class ProposerChain:
         self.active = self.pick(ctx.proposer_index)
         proposal = self.members[self.active].propose(ctx)
         if len(self.members) > 1 and proposal.description:
-            proposal.description = f"[{self.kinds[self.active]}] {proposal.description}"
+            who = f"[proposer {self.active + 1}, {self.kinds[self.active]}]"
+            proposal.description = f"{who} {proposal.description}"
         return proposal
 
     def observe(self, outcome: Outcome) -> None:
