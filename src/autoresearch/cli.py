@@ -412,17 +412,39 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
     help="The attempt to branch at (default: the best result).",
 )
 @click.option("--force", is_flag=True, help="Move the branch if it exists; allow a failed attempt.")
+@click.option(
+    "--minimal", is_flag=True, help="Only the kept changes that carry the gain (see `ablate`)."
+)
 @config_option
 @json_option
 @handle_errors
 def branch(
-    name: str, iteration: int | None, force: bool, config_path: Path | None, as_json: bool
+    name: str,
+    iteration: int | None,
+    force: bool,
+    minimal: bool,
+    config_path: Path | None,
+    as_json: bool,
 ) -> None:
-    """Create a branch at the best result (or at attempt N)."""
+    """Create a branch at the best result (or at attempt N, or the ablation's minimal one)."""
     from autoresearch.results import chosen_commit, make_branch
 
     root = _root()
-    commit, record = chosen_commit(find_state_dir(root, config_path), iteration, force)
+    state_dir = find_state_dir(root, config_path)
+    if minimal:
+        from autoresearch.ablation import minimal_commit
+
+        if iteration is not None:
+            raise ConfigError("--minimal and --attempt choose different commits; pass one.")
+        commit, found = minimal_commit(state_dir)
+        make_branch(root, name, commit, force)
+        carrying = ", ".join(f"#{i}" for i in found.get("carrying", []))
+        if as_json:
+            click.echo(json.dumps({"branch": name, "commit": commit, "carrying": carrying}))
+        else:
+            console.print(f"branch {safe(name)} at {commit[:10]} (only {carrying or 'nothing'})")
+        return
+    commit, record = chosen_commit(state_dir, iteration, force)
     make_branch(root, name, commit, force)
     if as_json:
         click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record.iteration}))
@@ -431,6 +453,23 @@ def branch(
         f"branch {safe(name)} at {commit[:10]} "
         f"(attempt {record.iteration}: {safe(record.description)})"
     )
+
+
+@main.command()
+@config_option
+@json_option
+@handle_errors
+def ablate(config_path: Path | None, as_json: bool) -> None:
+    """Leave each kept change out of the best, measure it with the decision rule, and say
+    which changes carry the gain (then `branch NAME --minimal`)."""
+    from autoresearch.ablation import markdown, run_ablation
+
+    campaign = load_campaign(_root(), config_path)
+    report = run_ablation(campaign, warn=lambda m: err_console.print(f"warning: {escape(m)}"))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+        return
+    console.print(escape(markdown(report)), highlight=False)
 
 
 @main.command(name="apply")

@@ -18,7 +18,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
-from autoresearch.errors import WorkspaceHijacked
+from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
@@ -158,6 +158,8 @@ class Engine:
                         f"{record.reason}"
                     )
                     return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
+            if self.cfg.stop.ablate:
+                self._ablate()
             return self._finish(stop, EXIT_OK)
         except Interrupted as exc:
             code = EXIT_INTERRUPTED if exc.signum == signal.SIGINT else 128 + exc.signum
@@ -219,6 +221,22 @@ class Engine:
         if reason is None and callable(exhausted) and exhausted():
             return StopReason.SPACE_EXHAUSTED
         return reason
+
+    def _ablate(self) -> None:
+        """`[stop] ablate`: which kept changes carry the gain, once the campaign is done."""
+        from autoresearch.ablation import ablate_campaign
+
+        self.phase("ablating")
+        try:
+            report = ablate_campaign(
+                self.campaign, self.workspace, self.executor, self.fingerprint, self.records,
+                self.phase, self.warn, tree=self.evaluator.tree,
+            )  # fmt: skip
+        except AutoresearchError as exc:
+            self.warn(f"no ablation: {exc}")
+            return
+        neutral = ", ".join(f"#{i}" for i in report.neutral) or "none"
+        self.warn(f"ablation: neutral kept changes {neutral}; see ablation.md")
 
     # -- the baseline -------------------------------------------------------------------
 
