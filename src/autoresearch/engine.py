@@ -399,8 +399,8 @@ class Engine:
         if steps.collected is not None and record.commit is not None:
             self.trees.add(record, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
-        for idea in self.guide.learn(self.records, output):
-            self.warn(f"idea added to the backlog: {idea}")
+        for message in self.guide.learn(self.records, output):
+            self.warn(message)
         if self.proposer is not None and record.status is not Status.INTERRUPTED:
             direction = str(self.cfg.metric.direction)
             best, metric = self.incumbent.metric, self.trees.answer(record)

@@ -105,7 +105,7 @@ class Guide:
 
     def learn(self, records: Sequence[AttemptRecord], output_path: str | None) -> list[str]:
         """After an attempt: rewrite memory.md, add the ideas the proposer printed to the
-        backlog. Returns the ideas added."""
+        backlog. Returns what to tell the user."""
         write_memory(self.campaign.state_dir, self.memory(records))
         if self.backlog is None or not records:
             return []
@@ -113,6 +113,8 @@ class Guide:
         if not ideas:
             return []
         try:
-            return append_ideas(self.backlog, ideas, records[-1].iteration)
-        except OSError:
-            return []  # a backlog that cannot be written loses suggestions, not the campaign
+            added = append_ideas(self.backlog, ideas, records[-1].iteration)
+        except OSError as exc:
+            # A backlog that cannot be written loses suggestions, not the campaign.
+            return [f"the ideas backlog cannot be written ({exc}); ideas not kept"]
+        return [f"idea added to the backlog: {idea}" for idea in added]

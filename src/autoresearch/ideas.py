@@ -14,6 +14,7 @@ resumed campaign goes on with the next one.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ IDEA_CHARS = 300
 IDEAS_SHOWN = 20  # newest backlog entries in a prompt
 OUTPUT_READ = 1 << 20  # bytes of a proposer's output searched for IDEA lines
 IDEAS_PER_ATTEMPT = 5
+BACKLOG_READ = 1 << 20  # bytes of the backlog read
 
 _IDEA = re.compile(r"^[\s>*_`#-]*IDEA\s*:\s*(.+?)\s*$", re.MULTILINE)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
@@ -50,8 +52,9 @@ def _key(idea: str) -> str:
 def read_backlog(path: Path) -> list[str]:
     """The backlog's list items, in order ("" when there is no file)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        with path.open("rb") as handle:
+            text = handle.read(BACKLOG_READ).decode("utf-8", errors="replace")
+    except OSError:
         return []
     items = []
     for line in text.splitlines():
@@ -89,6 +92,8 @@ def append_ideas(path: Path, ideas: Sequence[str], iteration: int) -> list[str]:
             new.append(idea)
     if not new:
         return []
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise OSError(f"{path.name} is not a regular file; the engine writes no link")
     try:
         before = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -96,7 +101,10 @@ def append_ideas(path: Path, ideas: Sequence[str], iteration: int) -> list[str]:
     if before and not before.endswith("\n"):
         before += "\n"
     added = "".join(f"- {idea} (attempt {iteration})\n" for idea in new)
-    write_text(path, before + added)
+    # Written aside and renamed: a kill mid-write never leaves the user's backlog cut short.
+    scratch = path.with_name(f".{path.name}.autoresearch-tmp")
+    write_text(scratch, before + added)
+    os.replace(scratch, path)
     return new
 
 

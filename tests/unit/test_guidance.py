@@ -12,7 +12,7 @@ from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.escalation import diminishing_returns
-from autoresearch.ideas import queue_hypotheses
+from autoresearch.ideas import append_ideas, queue_hypotheses, read_backlog
 from autoresearch.ledger import Ledger
 from autoresearch.memory import MAX_CHARS, memory_text
 from autoresearch.proposers.base import Proposal
@@ -208,3 +208,17 @@ def test_bad_settings_are_one_sentence(
     result = invoke(repo, "check")
     assert result.returncode != 0
     assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_backlog_is_never_written_through_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.md"
+    target.write_text("- mine\n")
+    link = tmp_path / "autoresearch.ideas.md"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        append_ideas(link, ["new idea"], 3)
+    assert target.read_text() == "- mine\n" and link.is_symlink()
+    plain = tmp_path / "plain.md"
+    assert append_ideas(plain, ["a", "A", "b"], 1) == ["a", "b"]
+    assert append_ideas(plain, ["a (attempt 9)", "c"], 2) == ["c"]
+    assert read_backlog(plain)[-3:] == ["a (attempt 1)", "b (attempt 1)", "c (attempt 2)"]
