@@ -164,7 +164,8 @@ def run(root: Path, proposer: Any, executor: SimExecutor) -> list[Any]:
 
 def duplicates(base: Path, seeds: int) -> None:
     attempts = 30
-    saved, total, lucky = [], [], 0
+    saved, total = [], []
+    lucky = {True: 0, False: 0}
     dupes = 0
     for seed in range(seeds):
         runs = {}
@@ -187,8 +188,7 @@ def duplicates(base: Path, seeds: int) -> None:
             runs[detect] = executor.runs
             if detect:
                 dupes += sum(r.status is Status.DUPLICATE for r in records)
-            else:
-                lucky += sum(r.status is Status.KEEP and "V" in r.description for r in records)
+            lucky[detect] += sum(r.status is Status.KEEP and "V" in r.description for r in records)
         saved.append(runs[False] - runs[True])
         total.append(runs[False])
     print("1. duplicate: a proposer drawing 30 edits from a pool of 9 (rule repeats = 3)")
@@ -197,7 +197,10 @@ def duplicates(base: Path, seeds: int) -> None:
         f"   metric runs without detection {sum(total)}, with {sum(total) - sum(saved)}: "
         f"saved {sum(saved)} ({100.0 * sum(saved) / max(sum(total), 1):.0f}%)"
     )
-    print(f"   keeps of a worthless edit by noise, without detection: {lucky}")
+    print(
+        f"   keeps of a worthless edit by noise: {lucky[False]} without detection, "
+        f"{lucky[True]} with"
+    )
 
 
 # -- 2. plateau ----------------------------------------------------------------------------
