@@ -17,6 +17,7 @@ report is `.autoresearch/<name>/ablation.json` and `ablation.md`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
-from autoresearch.decide import Verdict
+from autoresearch.decide import Verdict, estimate, pooled_noise
 from autoresearch.errors import AutoresearchError
 from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.executors import Executor
@@ -40,6 +41,7 @@ from autoresearch.workspace import Candidate, Workspace
 REPORT_JSON = "ablation.json"
 REPORT_MD = "ablation.md"
 CARRIES, NEUTRAL, ENTANGLED, BROKEN = "carries", "neutral", "entangled", "breaks"
+UNSURE = "unsure"  # looks worse without it, though not by the rule's bar: kept
 
 
 @dataclass
@@ -149,6 +151,27 @@ class TreeBuilder:
 Phase = Callable[..., None]
 
 
+def _loss(direction: str, without: Evaluation, best: Evaluation) -> float:
+    """How much worse the version without the change measured than the best."""
+    other = [*without.samples, *best.incumbent_samples]
+    if not other or not best.samples:
+        return 0.0
+    gap = estimate(other) - estimate(best.samples)
+    return gap if direction == "minimize" else -gap
+
+
+def _error(evaluator: Evaluator, without: Evaluation, best: Evaluation) -> float:
+    """The standard error of that difference: the noise of these samples, else the
+    campaign's pooled noise; 0 for a metric that never varied."""
+    other = [*without.samples, *best.incumbent_samples]
+    noise = pooled_noise([other, best.samples]) or pooled_noise(
+        list(evaluator.book.groups.values())
+    )
+    if noise is None or not other or not best.samples:
+        return 0.0
+    return noise.sigma * math.sqrt(1 / len(other) + 1 / len(best.samples))
+
+
 def compare(
     evaluator: Evaluator, label: int, best: str, other: str
 ) -> tuple[Evaluation, Evaluation]:
@@ -210,6 +233,17 @@ def ablate(
         elif judged.verdict is Verdict.KEEP:
             what.verdict = CARRIES
             what.reason = f"without it the metric is worse: {judged.reason}"
+        elif (loss := _loss(direction, measured, judged)) > (
+            se := _error(evaluator, measured, judged)
+        ):
+            # The rule guards against keeping noise; here its caution would drop a change
+            # that may be real, so a change goes only when removing it does not even look
+            # worse by one standard error.
+            what.verdict = UNSURE
+            what.reason = (
+                f"without it the metric looks worse by {num(loss)} (more than one standard "
+                f"error, {num(se)}) though not by the rule's bar ({judged.reason}); kept"
+            )
         else:
             what.verdict = NEUTRAL
             what.reason = f"without it the metric is not worse: {judged.reason}"

@@ -135,6 +135,14 @@ def test_escalation_rotates_the_strategy_and_a_keep_resets_it(tmp_path: Path) ->
     assert "## Strategy now: pivot" in proposer.contexts[2].prompt
 
 
+def test_status_names_the_strategy_while_stuck(tmp_path: Path, invoke: Runner) -> None:
+    repo = toy_repo(tmp_path, **{"stop.escalate_after": 2})
+    run(repo, ScriptedProposer(*(set_n(v) for v in ["20", "21", "22", "23"])), 4)
+    data = json.loads(invoke(repo, "status", "--json").stdout)
+    assert data["escalation"] == "escalation: strategy pivot (4 attempts without a keep)"
+    assert "strategy pivot" in invoke(repo, "status").stdout
+
+
 def test_the_same_failure_repeated_trips_the_breaker(tmp_path: Path) -> None:
     repo = toy_repo(tmp_path, **{"stop.breaker_after": 2})
 
