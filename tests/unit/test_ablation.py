@@ -147,3 +147,19 @@ def test_ablate_at_the_end_of_a_campaign(tmp_path: Path) -> None:
         "Neutral (removable): #2, #4"
         in (repo / ".autoresearch" / "toy" / "ablation.md").read_text()
     )
+
+
+def test_a_loss_beyond_one_standard_error_is_not_removed() -> None:
+    from types import SimpleNamespace
+
+    from autoresearch.ablation import _error, _loss
+    from autoresearch.evaluation import Evaluation
+
+    book = SimpleNamespace(book=SimpleNamespace(groups={}))
+    without = Evaluation(samples=[10.4, 10.6, 10.5])  # minimize: worse without the change
+    best = Evaluation(samples=[10.0, 10.2, 10.1])
+    loss, error = _loss("minimize", without, best), _error(book, without, best)  # type: ignore[arg-type]
+    assert loss > error > 0  # kept as unsure: the rule's 2-sigma bar may not be cleared
+    same = Evaluation(samples=[10.1, 10.0, 10.2])
+    assert _loss("minimize", same, best) <= _error(book, same, best)  # type: ignore[arg-type]
+    assert _loss("maximize", without, best) < 0
