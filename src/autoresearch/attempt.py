@@ -29,6 +29,9 @@ class Status(StrEnum):
     EDIT_REFUSED = "edit_refused"
     INTERRUPTED = "interrupted"
     CHECKOUT_CHANGED = "checkout_changed"
+    # The candidate's files are exactly an earlier measured attempt's: answered from the
+    # ledger (the reason names that attempt), not measured again.
+    DUPLICATE = "duplicate"
 
     @property
     def halts(self) -> bool:
@@ -49,7 +52,13 @@ class Status(StrEnum):
     @property
     def is_failure(self) -> bool:
         """Something went wrong (as opposed to a measured change that was not better)."""
-        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD, Status.NO_CHANGE)
+        return self not in (
+            Status.BASELINE,
+            Status.KEEP,
+            Status.DISCARD,
+            Status.NO_CHANGE,
+            Status.DUPLICATE,
+        )
 
     @property
     def measured(self) -> bool:
@@ -73,6 +82,7 @@ class Status(StrEnum):
             Status.PROPOSER_FAILED,
             Status.EDIT_REFUSED,
             Status.CHECKOUT_CHANGED,
+            Status.DUPLICATE,
         )
 
     @property
@@ -137,6 +147,9 @@ class AttemptRecord:
     timings: Timings | None = None
     utc: str | None = None
     prev_hash: str | None = None
+    # What the engine asked for: the hypothesis from the queue, the strategy when stuck.
+    hypothesis: str | None = None
+    strategy: str | None = None
     # Keys this version does not know (a newer writer's), kept so nothing read is lost.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -199,6 +212,8 @@ class AttemptRecord:
             timings=timings,
             utc=take("utc"),
             prev_hash=take("prev_hash"),
+            hypothesis=take("hypothesis"),
+            strategy=take("strategy"),
         )
         return replace(record, extra=known) if known else record
 
@@ -234,6 +249,8 @@ class AttemptRecord:
             ("judge_tokens_out", self.judge_cost.tokens_out),
             ("reason", self.reason),
             ("previous_best", self.previous_best),
+            ("hypothesis", self.hypothesis),
+            ("strategy", self.strategy),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

@@ -111,10 +111,27 @@ def main() -> None:
 @main.command()
 @config_option
 @output_options
+@click.option(
+    "--hypotheses",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Markdown list or JSONL of hypotheses, one tried per attempt, in order.",
+)
 @handle_errors
-def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool) -> None:
+def run(
+    config_path: Path | None,
+    max_iterations: int | None,
+    quiet: bool,
+    plain: bool,
+    hypotheses: Path | None,
+) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
+    if hypotheses is not None:
+        from autoresearch.ideas import queue_file
+
+        added = queue_file(campaign, hypotheses)
+        console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
     result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
     sys.exit(result.exit_code)
 
@@ -187,6 +204,9 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"cost ${data['cost_usd']:.4f}; tokens {data['tokens_in']} in, {data['tokens_out']} out"
         )
+    for key in ("escalation", "diminishing_returns"):
+        if data.get(key):
+            lines.append(safe(str(data[key])))
     lines.append(f"branch {safe(data['branch'])}   ledger {safe(data['ledger'])}")
     return lines
 
@@ -207,6 +227,27 @@ def log_(config_path: Path | None, as_json: bool) -> None:
         return
     direction = str(StateFile(state_dir).read().get("direction") or "minimize")
     console.print(attempts_table(records, direction=direction))
+
+
+@main.command()
+@config_option
+@json_option
+@handle_errors
+def ideas(config_path: Path | None, as_json: bool) -> None:
+    """The hypothesis queue and the ideas backlog, with the outcome of each."""
+    from autoresearch.ideas import listing
+
+    found = listing(_root(), config_path)
+    if as_json:
+        click.echo(json.dumps([e.to_json() for e in found], indent=2))
+        return
+    if not found:
+        console.print("no hypotheses queued and no ideas in the backlog yet")
+        return
+    for e in found:
+        where = f"#{e.iteration} {e.outcome}" if e.iteration is not None else e.outcome
+        result = f" metric {num(e.metric)}" if e.metric is not None else ""
+        console.print(f"{e.source:10} {safe(where)}{result}: {safe(e.text)}")
 
 
 @main.command()
@@ -371,17 +412,39 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
     help="The attempt to branch at (default: the best result).",
 )
 @click.option("--force", is_flag=True, help="Move the branch if it exists; allow a failed attempt.")
+@click.option(
+    "--minimal", is_flag=True, help="Only the kept changes that carry the gain (see `ablate`)."
+)
 @config_option
 @json_option
 @handle_errors
 def branch(
-    name: str, iteration: int | None, force: bool, config_path: Path | None, as_json: bool
+    name: str,
+    iteration: int | None,
+    force: bool,
+    minimal: bool,
+    config_path: Path | None,
+    as_json: bool,
 ) -> None:
-    """Create a branch at the best result (or at attempt N)."""
+    """Create a branch at the best result (or at attempt N, or the ablation's minimal one)."""
     from autoresearch.results import chosen_commit, make_branch
 
     root = _root()
-    commit, record = chosen_commit(find_state_dir(root, config_path), iteration, force)
+    state_dir = find_state_dir(root, config_path)
+    if minimal:
+        from autoresearch.ablation import minimal_commit
+
+        if iteration is not None:
+            raise ConfigError("--minimal and --attempt choose different commits; pass one.")
+        commit, found = minimal_commit(state_dir)
+        make_branch(root, name, commit, force)
+        carrying = ", ".join(f"#{i}" for i in found.get("carrying", []))
+        if as_json:
+            click.echo(json.dumps({"branch": name, "commit": commit, "carrying": carrying}))
+        else:
+            console.print(f"branch {safe(name)} at {commit[:10]} (only {carrying or 'nothing'})")
+        return
+    commit, record = chosen_commit(state_dir, iteration, force)
     make_branch(root, name, commit, force)
     if as_json:
         click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record.iteration}))
@@ -390,6 +453,23 @@ def branch(
         f"branch {safe(name)} at {commit[:10]} "
         f"(attempt {record.iteration}: {safe(record.description)})"
     )
+
+
+@main.command()
+@config_option
+@json_option
+@handle_errors
+def ablate(config_path: Path | None, as_json: bool) -> None:
+    """Leave each kept change out of the best, measure it with the decision rule, and say
+    which changes carry the gain (then `branch NAME --minimal`)."""
+    from autoresearch.ablation import markdown, run_ablation
+
+    campaign = load_campaign(_root(), config_path)
+    report = run_ablation(campaign, warn=lambda m: err_console.print(f"warning: {escape(m)}"))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+        return
+    console.print(escape(markdown(report)), highlight=False)
 
 
 @main.command(name="apply")

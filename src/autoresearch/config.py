@@ -104,6 +104,11 @@ class StopConfig(_Strict):
     plateau: Int = Field(default=0, ge=0)
     max_minutes: float = Field(default=0, ge=0, le=MAX_SECONDS / 60)
     max_cost_usd: float | None = Field(default=None, ge=0)
+    # attempts without a keep before the strategy rotates / the next [[proposer]] (0 = off)
+    escalate_after: Int = Field(default=0, ge=0)
+    # the same failure this many times in a row escalates at once (0 = off)
+    breaker_after: Int = Field(default=3, ge=0)
+    ablate: bool = False  # leave-one-out over the kept changes when the campaign ends
 
 
 class ProposerConfig(BaseModel):
@@ -223,6 +228,25 @@ class CampaignConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
+    ideas: str = "autoresearch.ideas.md"  # the ideas backlog in the checkout ("" = none)
+    # `[[proposer]]` tables in order (the first is `proposer`); empty for one `[proposer]`
+    proposers: list[ProposerConfig] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _proposer_list(cls, data: Any) -> Any:
+        from autoresearch.escalation_config import split_proposers
+
+        return split_proposers(data)
+
+    @field_validator("ideas")
+    @classmethod
+    def _ideas(cls, value: str) -> str:
+        if value and (value.startswith("/") or ".." in value.split("/") or value.endswith("/")):
+            raise ValueError("must be a file path inside the repository, without '..'")
+        if value.startswith((".autoresearch", ".git/")) or value == ".git":
+            raise ValueError(f"{value!r} names a folder the engine owns")
+        return value
 
     @field_validator("name")
     @classmethod

@@ -18,10 +18,11 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
-from autoresearch.errors import WorkspaceHijacked
+from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.guidance import Guidance, Guide
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import (
@@ -47,6 +48,7 @@ from autoresearch.recording import (
     describe,
     in_flight_record,
 )
+from autoresearch.repeats import TreeIndex, git_trees
 from autoresearch.screening import Screened, screen
 from autoresearch.startup import (
     LOST_REASON,
@@ -68,7 +70,14 @@ REJECTED_CONTENT = frozenset({Status.SCOPE_VIOLATION, Status.TAMPERED})
 # After these outcomes only the attempt's own paths need undoing; anything unusual (a
 # signal, a tamper, a proposer that failed midway) gets a full reset.
 FAST_ROLLBACK = frozenset(
-    {Status.KEEP, Status.DISCARD, Status.CRASH, Status.GUARD_FAILED, Status.NO_CHANGE}
+    {
+        Status.KEEP,
+        Status.DISCARD,
+        Status.CRASH,
+        Status.GUARD_FAILED,
+        Status.NO_CHANGE,
+        Status.DUPLICATE,
+    }
 )
 
 
@@ -103,6 +112,7 @@ class Engine:
         self.fingerprint = Fingerprint()
         self.proposer_failures = 0
         self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
+        self.guide, self.guidance = Guide(campaign), Guidance()
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -148,6 +158,8 @@ class Engine:
                         f"{record.reason}"
                     )
                     return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
+            if self.cfg.stop.ablate:
+                self._ablate()
             return self._finish(stop, EXIT_OK)
         except Interrupted as exc:
             code = EXIT_INTERRUPTED if exc.signum == signal.SIGINT else 128 + exc.signum
@@ -179,6 +191,8 @@ class Engine:
             self.campaign, self.workspace, self.executor, self.fingerprint, self.logs, self.phase
         )
         self.evaluator.load(self.records)
+        self.trees = TreeIndex(git_trees(self.workspace.git))
+        self.trees.load(self.records)
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -211,6 +225,22 @@ class Engine:
             return StopReason.SPACE_EXHAUSTED
         return reason
 
+    def _ablate(self) -> None:
+        """`[stop] ablate`: which kept changes carry the gain, once the campaign is done."""
+        from autoresearch.ablation import ablate_campaign
+
+        self.phase("ablating")
+        try:
+            report = ablate_campaign(
+                self.campaign, self.workspace, self.executor, self.fingerprint, self.records,
+                self.phase, self.warn, tree=self.evaluator.tree,
+            )  # fmt: skip
+        except AutoresearchError as exc:
+            self.warn(f"no ablation: {exc}")
+            return
+        neutral = ", ".join(f"#{i}" for i in report.neutral) or "none"
+        self.warn(f"ablation: neutral kept changes {neutral}; see ablation.md")
+
     # -- the baseline -------------------------------------------------------------------
 
     def _baseline(self) -> str | None:
@@ -232,7 +262,8 @@ class Engine:
         self.incumbent = Incumbent(self.incumbent.commit, self.incumbent.tree, measured.metric)
         self.workspace.record_ref(0, self.incumbent.commit)
         engine = self.clock() - began - measured.seconds - guard.seconds
-        self._log(baseline_record(self.incumbent, measured, guard, engine))
+        record = self._log(baseline_record(self.incumbent, measured, guard, engine))
+        self.trees.add(record, self.incumbent.tree)
         return None
 
     # -- one attempt --------------------------------------------------------------------
@@ -250,7 +281,9 @@ class Engine:
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
                 proposal, seconds, watch = self._replay(pending)
+                self.guidance = Guidance(hypothesis=pending.hypothesis)
             steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
+            steps = replace(steps, guidance=self.guidance)
             collected = self._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
             if collected.commit is not None:  # a kill from here on must not lose it
@@ -259,6 +292,8 @@ class Engine:
             self._count_proposer_failures(proposal)
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
+            if screened is None and pending is None:  # files measured before: not again
+                screened = self.trees.screen(collected.candidate.tree)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)  # its content is not kept under a ref
             steps = replace(steps, outcome=screened or self._measure(iteration, collected))
@@ -282,7 +317,10 @@ class Engine:
         self.phase("proposing", iteration)
         records, best = self.records, self.incumbent.metric
         path = self.workspace.path
-        ctx = proposal_context(self.campaign, records, iteration, best, path, self.logs)
+        self.guidance = self.guide.next(records)
+        ctx = proposal_context(
+            self.campaign, records, iteration, best, path, self.logs, self.guidance
+        )
         # A confined proposer cannot see the checkout: there is nothing to watch.
         watched = (
             self.cfg.sandbox.watch_checkout
@@ -363,11 +401,17 @@ class Engine:
         """Log the attempt (fsynced) and tell the proposer how it went."""
         record = self._log(attempt_record(steps, before, self.incumbent, self.clock()))
         self.state.update(in_flight=None)
+        if steps.collected is not None and record.commit is not None:
+            self.trees.add(record, steps.collected.candidate.tree)
+        output = steps.proposal.output_path if steps.proposal else None
+        for message in self.guide.learn(self.records, output):
+            self.warn(message)
         if self.proposer is not None and record.status is not Status.INTERRUPTED:
             direction = str(self.cfg.metric.direction)
-            best = self.incumbent.metric
+            best, metric = self.incumbent.metric, self.trees.answer(record)
+            memory = self.guide.memory(self.records)
             self.proposer.observe(
-                Outcome(steps.iteration, record.status, record.metric, best, direction)
+                Outcome(steps.iteration, record.status, metric, best, direction, memory)
             )
         return record
 

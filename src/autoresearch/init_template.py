@@ -37,6 +37,8 @@ timeout = 600                     # seconds
 max_iterations = 20               # attempts in total, across resumes
 plateau = 0                       # stop after N attempts in a row not kept (0 = off)
 max_minutes = 0                   # wall clock of one run (0 = off)
+# escalate_after = 4              # attempts without a keep before the strategy rotates
+# ablate = true                   # which kept changes carry the gain, at the end
 
 # [decision]                        # when a candidate counts as better
 # rule = "strict"                   # one run, better than the best (equal is not better);

@@ -9,6 +9,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
+from autoresearch.guidance import Guidance
 from autoresearch.owned import write_text
 from autoresearch.proposers.base import AttemptNote, ProposalContext
 from autoresearch.render import num
@@ -29,6 +30,7 @@ def build_prompt(
     baseline: float | None,
     best: float | None,
     history: list[AttemptNote],
+    guidance: str = "",
 ) -> str:
     lines = [f"# Improvement campaign, attempt {iteration}", ""]
     lines += ["## Goal", "", goal or "(no goal given: improve the metric)", ""]
@@ -78,6 +80,8 @@ def build_prompt(
                 f"Attempt {last.iteration} ended as `{last.status}`: {last.reason[:1000]}",
                 "",
             ]
+    if guidance:
+        lines += [guidance.rstrip(), ""]
     lines += [
         "## When you are done",
         "",
@@ -113,6 +117,7 @@ def proposal_context(
     best: float | None,
     workspace: Path,
     log_dir: Path,
+    guidance: Guidance | None = None,
 ) -> ProposalContext:
     """Everything a proposer may know for this attempt; the prompt file is written too."""
     cfg = campaign.config
@@ -135,7 +140,9 @@ def proposal_context(
         "history": history_notes(records),
     }
     # A file name that is not UTF-8 must not stop the prompt from being written.
-    text = build_prompt(**facts).encode("utf-8", "backslashreplace").decode("utf-8")
+    guide = guidance or Guidance()
+    text = build_prompt(**facts, guidance=guide.prompt_section() if guidance else "")
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     prompt_file = campaign.state_dir / "prompts" / f"{iteration:04d}.md"
     prompt_file.parent.mkdir(parents=True, exist_ok=True)
     write_text(prompt_file, text)
@@ -154,5 +161,10 @@ def proposal_context(
         prompt_file=prompt_file,
         log_dir=log_dir,
         env=env,
+        memory=guide.memory,
+        strategy=guide.strategy,
+        hypothesis=guide.hypothesis,
+        ideas=list(guide.ideas),
+        proposer_index=guide.step.proposer,
         **facts,
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Status, Timings
 from autoresearch.evaluation import Evaluation
+from autoresearch.guidance import Guidance
 from autoresearch.proposers.base import Proposal
 from autoresearch.screening import Screened
 from autoresearch.workspace import Candidate
@@ -52,6 +53,7 @@ class Steps:
     collected: Collected | None = None
     outcome: Screened | Judged = NOT_FINISHED
     note: str | None = None  # how the candidate came about, when not from the proposer
+    guidance: Guidance | None = None  # what the engine asked the proposer for
 
 
 def attempt_record(
@@ -69,7 +71,10 @@ def attempt_record(
     propose_seconds = steps.propose_seconds
     total = now - steps.began
     engine = total - propose_seconds - measure_seconds - guard_seconds
+    asked = steps.guidance or Guidance()
     return AttemptRecord(
+        hypothesis=asked.hypothesis,
+        strategy=asked.strategy,
         iteration=steps.iteration,
         status=outcome.status,
         metric=metric,

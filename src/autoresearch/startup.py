@@ -132,7 +132,9 @@ LOST_REASON = "the engine stopped while this attempt was in flight"
 
 
 def dirty_checkout_warning(campaign: Campaign) -> str | None:
-    dirty = [k for k in checkout_state(campaign.root) if k not in ("(branch)", "(HEAD)")]
+    # The ideas backlog is the engine's to append to: not a change the user forgot.
+    skip = ("(branch)", "(HEAD)", campaign.config.ideas)
+    dirty = [k for k in checkout_state(campaign.root) if k not in skip]
     if not dirty:
         return None
     more = ", ..." if len(dirty) > 3 else ""

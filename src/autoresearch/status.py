@@ -12,6 +12,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.escalation import search_notes
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.liveness import is_running, lock_holder
 from autoresearch.summary import summarize
@@ -58,6 +59,7 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
     if not records and not running:
         raise _no_measurements(state_dir, name)
     summary = summarize(name, direction, records).to_json()
+    summary.update(search_notes(records, direction, summary.get("noise")))
     attempts = {k: v for k, v in summary["counts"].items() if k != Status.BASELINE}
     summary.update(
         {

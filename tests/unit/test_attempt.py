@@ -65,6 +65,7 @@ def test_status_strings_are_the_ledger_strings() -> None:
         "edit_refused",
         "interrupted",
         "checkout_changed",
+        "duplicate",
     ]
     assert Status("keep") is Status.KEEP and Status.KEEP == "keep"
 

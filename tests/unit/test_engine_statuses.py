@@ -82,7 +82,8 @@ def test_plateau_stops_the_campaign(tmp_path: Path, invoke: Runner) -> None:
         **{"stop.max_iterations": 10, "stop.plateau": 3},
     )
     assert invoke(repo, "run").returncode == 0
-    assert statuses(repo, "t") == ["baseline", "discard", "discard", "discard"]
+    # The same change again is answered from the ledger; it counts toward the plateau.
+    assert statuses(repo, "t") == ["baseline", "discard", "duplicate", "duplicate"]
     assert json.loads(invoke(repo, "status", "--json").stdout)["stop_reason"] == "plateau"
 
 

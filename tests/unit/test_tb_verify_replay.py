@@ -74,7 +74,9 @@ def noisy(seed: int, sigma: float = 0.4, flaky: float = 0.0) -> MemoryExecutor:
 
 def proposals(seed: int) -> ScriptedProposer:
     rng = random.Random(seed)
-    values = [str(rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 10])) for _ in range(200)]
+    # Every value differs in its last digits: no proposal repeats an earlier one's files,
+    # which would be answered from the ledger instead of measured.
+    values = [f"{rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 10])}.{k:03d}" for k in range(200)]
     return ScriptedProposer(*(set_n(v) for v in values))
 
 
@@ -135,7 +137,7 @@ def test_a_campaign_of_every_rule_verifies_clean(tmp_path: Path, rule: str) -> N
     assert (state(repo) / "ledger.jsonl").read_bytes() == before
 
 
-@pytest.mark.parametrize("seed", [2, 4, 5])
+@pytest.mark.parametrize("seed", [2, 4, 6])
 def test_sequential_campaigns_with_failing_runs_verify_clean(tmp_path: Path, seed: int) -> None:
     repo = campaign(tmp_path, "sequential", seed=seed, n=30, flaky=0.08)
     records = Ledger(state(repo)).read()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,18 @@ def create_proposer(
     child: ChildRecord | None = None,
     confinement: Confinement | None = None,
 ) -> Proposer:
+    chain = campaign.config.proposers
+    if len(chain) > 1:
+        from autoresearch.proposers.chain import ProposerChain
+
+        members = []
+        for entry in chain:
+            one = replace(
+                campaign,
+                config=campaign.config.model_copy(update={"proposer": entry, "proposers": []}),
+            )
+            members.append(create_proposer(one, child, confinement))
+        return ProposerChain(members, [entry.kind for entry in chain])
     config = campaign.config.proposer
     options = parse_options(config, campaign.display_path())
     return REGISTRY[config.kind].create(options, proposer_setup(campaign, child, confinement))

@@ -98,6 +98,13 @@ class ProposalContext:
     prompt_file: Path
     log_dir: Path
     env: dict[str, str] = field(default_factory=dict)
+    # What the engine learned (see guidance.py): the research memory, the strategy when
+    # stuck, the hypothesis to try, the ideas backlog, which [[proposer]] is asked.
+    memory: str = ""
+    strategy: str | None = None
+    hypothesis: str | None = None
+    ideas: list[str] = field(default_factory=list)
+    proposer_index: int = 0
 
 
 @dataclass
@@ -125,6 +132,7 @@ class Outcome:
     metric: float | None
     best: float | None
     direction: str
+    memory: str = ""  # the research memory after this attempt, for proposers without a prompt
 
 
 class Proposer(Protocol):

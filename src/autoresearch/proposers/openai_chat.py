@@ -142,8 +142,18 @@ def build_messages(
         tail.append("# What worked\n\n" + "\n".join(worked) + "\n")
     if failed:
         tail.append("# What did not work\n\n" + "\n".join(failed[-10:]) + "\n")
+    if ctx.memory:
+        memory = ctx.memory.split("\n", 1)[1] if ctx.memory.startswith("# ") else ctx.memory
+        tail.append("# Research memory (measured by the engine)\n\n" + memory.strip() + "\n")
+    ideas = [*ideas, *(i for i in ctx.ideas if i not in ideas)]
     if ideas:
         tail.append("# Open ideas\n\n" + "\n".join(f"- {i}" for i in ideas) + "\n")
+    if ctx.strategy:
+        from autoresearch.escalation import ADVICE
+
+        tail.append(f"# Strategy now: {ctx.strategy}\n\n{ADVICE[ctx.strategy]}\n")
+    if ctx.hypothesis:
+        tail.append(f"# The hypothesis to try now\n\n{ctx.hypothesis}\n")
     tail.append("Propose the next change now.\n")
     budget = int(options.max_context_tokens * (1 - REPLY_SHARE) * CHARS_PER_TOKEN)
     budget -= len(SYSTEM) + sum(len(p) for p in head) + sum(len(p) for p in tail)

@@ -21,7 +21,8 @@ from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
 from autoresearch.scope import PathMatcher
 
-MEASURED = (Status.KEEP, Status.DISCARD)
+# A duplicate is told the number its earlier twin measured (read from the ledger).
+MEASURED = (Status.KEEP, Status.DISCARD, Status.DUPLICATE)
 # The point of such an attempt was never run: it stays to be tried.
 UNMEASURED = (Status.INTERRUPTED, Status.PROPOSER_FAILED)
 # A trial whose point was never measured is marked with this user attribute.
