@@ -1,0 +1,83 @@
+"""Commands of the agent-driven mode: `start`, `workspace`, `step`, `mcp`, `setup`, `import`
+and `session`. Parsing and printing only; the work is done in the modules they call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from autoresearch.cli import _root, console, handle_errors
+from autoresearch.config import CONFIG_FILE, load_campaign
+from autoresearch.render import safe
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"Config file (default: {CONFIG_FILE} or [tool.autoresearch] in pyproject.toml).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.command()
+@config_option
+@json_option
+@handle_errors
+def start(config_path: Path | None, as_json: bool) -> None:
+    """Set the campaign up for an agent and measure the baseline (resume it if it has
+    one): then edit the workspace and call `step`."""
+    from autoresearch.agent_mode import start as start_campaign
+    from autoresearch.agent_mode import step_lines
+
+    report = start_campaign(load_campaign(_root(), config_path))
+    _print(report.to_json() if as_json else step_lines(report))
+    sys.exit(report.exit_code)
+
+
+@click.command()
+@config_option
+@handle_errors
+def workspace(config_path: Path | None) -> None:
+    """Print the path of the campaign's workspace: the folder the agent edits."""
+    from autoresearch.agent_mode import workspace_path
+
+    click.echo(str(workspace_path(load_campaign(_root(), config_path))))
+
+
+@click.command()
+@click.option(
+    "--description", "-d", default="", help="What you changed, in one line (for the log)."
+)
+@config_option
+@json_option
+@handle_errors
+def step(description: str, config_path: Path | None, as_json: bool) -> None:
+    """Judge the edit made in the workspace: screen, commit, measure, keep or roll back,
+    log; prints the verdict, the best so far and what to do next."""
+    from autoresearch.agent_mode import step as step_campaign
+    from autoresearch.agent_mode import step_lines
+
+    report = step_campaign(load_campaign(_root(), config_path), description)
+    _print(report.to_json() if as_json else step_lines(report))
+    sys.exit(report.exit_code)
+
+
+def _print(out: object) -> None:
+    if isinstance(out, dict):
+        click.echo(json.dumps(out, indent=2))
+        return
+    assert isinstance(out, list)
+    for line in out:
+        console.print(safe(str(line), one_line=False), highlight=False)
+
+
+COMMANDS = [start, workspace, step]
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)
