@@ -78,9 +78,10 @@ def snapshot_edits(workspace: Workspace, start: str) -> str | None:
 class HandEdits:
     """A proposer whose proposal is the edit the agent already made in the workspace.
 
-    `hold_edits` is called by the engine before it makes the workspace afresh; `propose`
-    puts the held edit back for the engine to collect; `close` puts it back unmeasured
-    when no attempt was made."""
+    The engine asks it to take the workspace over (`reopen_workspace`) instead of making
+    it afresh; where that cannot be, the edit is held as a tree, `propose` puts it back
+    for the engine to collect, and `close` puts it back unmeasured when no attempt was
+    made."""
 
     runs_commands = False  # nothing runs while the engine waits: there is nothing to watch
 
@@ -93,11 +94,22 @@ class HandEdits:
         self.outcome: Outcome | None = None
         self.problem = ""
 
-    def hold_edits(self, workspace: Workspace, start: str) -> None:
+    def reopen_workspace(self, workspace: Workspace, start: str) -> bool:
+        """Called by the engine instead of making the workspace afresh: True when it
+        takes the workspace over as it stands; otherwise the edits are held as a tree
+        and the engine makes the workspace afresh."""
         self.workspace = workspace
+        reopened = workspace.reopen(start)
         self.tree = snapshot_edits(workspace, start)
         if self.tree is not None:
             self.start_tree = workspace.tree_of(start)
+        if reopened and self.edited:
+            # Set aside until the proposal: the judge is fingerprinted from the incumbent's
+            # files, and only the paths the edit touched are written.
+            assert self.tree is not None
+            workspace.load_tree(self.tree)
+            workspace.load_tree(start)
+        return reopened
 
     @property
     def edited(self) -> bool:

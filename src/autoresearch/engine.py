@@ -175,10 +175,10 @@ class Engine:
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
             self.warn(dirty)
-        hold = getattr(self.proposer, "hold_edits", None)
-        if callable(hold):  # edits made by hand before this call: kept across the reset below
-            hold(self.workspace, start)
-        for warning in self.workspace.ensure(start):
+        # The agent-driven mode's proposer takes the workspace over as the agent left it.
+        reopen = getattr(self.proposer, "reopen_workspace", None)
+        kept = callable(reopen) and reopen(self.workspace, start)
+        for warning in [] if kept else self.workspace.ensure(start):
             self.warn(warning)
         validate_proposer(self.proposer, self.workspace.path)
         resumed = bool(self.records)

@@ -6,6 +6,7 @@ In-process against real git and the real ledger; the metric is computed in-proce
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -124,10 +125,11 @@ def test_a_campaign_driven_only_through_step(tmp_path: Path) -> None:
     assert verify_campaign(repo, campaign.state_dir, "toy", running=False).ok
 
 
-def test_edits_survive_the_workspace_being_made_afresh(tmp_path: Path) -> None:
-    """`start` on a started campaign remakes the workspace: the agent's edit (a change, a
-    new file, a deletion, an executable bit) is there afterwards, and `step` then judges
-    exactly it."""
+@pytest.mark.parametrize("remade", [False, True], ids=["as-left", "remade"])
+def test_edits_survive_until_step_collects_them(tmp_path: Path, remade: bool) -> None:
+    """The agent's edit (a change, a new file, an executable bit) is still there after
+    `start` resumes the campaign, also when the workspace has to be made afresh (here: the
+    agent removed its `.git`), and `step` then judges exactly it."""
     repo = toy_repo(tmp_path, scope=["calc.py", "new.py", "tool.sh"])
     start(repo)
     ws = workspace(repo)
@@ -135,7 +137,10 @@ def test_edits_survive_the_workspace_being_made_afresh(tmp_path: Path) -> None:
     (ws / "new.py").write_text("X = 1\n")
     (ws / "tool.sh").chmod(0o755)
     files = {p: (ws / p).read_bytes() for p in ("calc.py", "new.py")}
+    if remade:
+        shutil.rmtree(ws / ".git")
     start(repo)
+    assert (ws / ".git").is_dir()
     assert {p: (ws / p).read_bytes() for p in files} == files
     assert os.stat(ws / "tool.sh").st_mode & stat.S_IXUSR
     done = step(repo, "three things")
