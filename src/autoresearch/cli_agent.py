@@ -66,6 +66,17 @@ def step(description: str, config_path: Path | None, as_json: bool) -> None:
     sys.exit(report.exit_code)
 
 
+@click.command(name="mcp")
+@config_option
+@handle_errors
+def mcp_(config_path: Path | None) -> None:
+    """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
+    client over stdio. Needs: pip install 'autoresearch[mcp]'."""
+    from autoresearch.mcp_server import serve
+
+    serve(_root(), config_path)
+
+
 def _print(out: object) -> None:
     if isinstance(out, dict):
         click.echo(json.dumps(out, indent=2))
@@ -75,7 +86,7 @@ def _print(out: object) -> None:
         console.print(safe(str(line), one_line=False), highlight=False)
 
 
-COMMANDS = [start, workspace, step]
+COMMANDS = [start, workspace, step, mcp_]
 
 
 def register(group: click.Group) -> None:
