@@ -77,6 +77,34 @@ def mcp_(config_path: Path | None) -> None:
     serve(_root(), config_path)
 
 
+@click.command()
+@click.argument("tool", type=click.Choice(["claude-code", "codex", "gemini"]))
+@click.option(
+    "--user", is_flag=True, help="Write the user's own files (home folder), not the project's."
+)
+@click.option(
+    "--command",
+    "command",
+    default="autoresearch",
+    show_default=True,
+    help="The command the tool runs to start the MCP server (`<command> mcp`).",
+)
+@json_option
+@handle_errors
+def setup(tool: str, user: bool, command: str, as_json: bool) -> None:
+    """Teach a coding agent the agent-driven loop (a skill or an AGENTS.md / GEMINI.md
+    section) and register the MCP server in its config. Safe to run again."""
+    from autoresearch.agent_setup import setup as write_setup
+
+    root = Path.cwd() if user else _root()
+    written = write_setup(tool, root, user=user, command=command)
+    if as_json:
+        click.echo(json.dumps([w.to_json() for w in written], indent=2))
+        return
+    for item in written:
+        console.print(f"{item.action:>9}  {safe(str(item.path))}", highlight=False)
+
+
 def _print(out: object) -> None:
     if isinstance(out, dict):
         click.echo(json.dumps(out, indent=2))
@@ -86,7 +114,7 @@ def _print(out: object) -> None:
         console.print(safe(str(line), one_line=False), highlight=False)
 
 
-COMMANDS = [start, workspace, step, mcp_]
+COMMANDS = [start, workspace, step, mcp_, setup]
 
 
 def register(group: click.Group) -> None:
