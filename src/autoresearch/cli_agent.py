@@ -105,6 +105,49 @@ def setup(tool: str, user: bool, command: str, as_json: bool) -> None:
         console.print(f"{item.action:>9}  {safe(str(item.path))}", highlight=False)
 
 
+@click.command(name="import")
+@click.argument("source")
+@click.option(
+    "--from",
+    "folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="`import pi`: the folder holding the session's files (default: the repository).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing autoresearch.toml.")
+@json_option
+@handle_errors
+def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> None:
+    """Write autoresearch.toml from a program file (karpathy-style, or Goal / Metric /
+    Guard / Config sections), or from a pi-autoresearch session (`import pi`, which also
+    brings its history in as imported, self-reported attempts)."""
+    from autoresearch.importing import import_pi, import_program
+
+    root = _root()
+    if source == "pi" and not (Path.cwd() / source).is_file():
+        result = import_pi(root, force, folder.resolve() if folder else None)
+    else:
+        result = import_program(root, Path(source).resolve(), force)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    console.print(f"wrote {safe(str(result.config))} from a {safe(result.style)}", highlight=False)
+    console.print("inferred:", highlight=False)
+    for line in result.found:
+        console.print(f"  {safe(line)}", highlight=False)
+    if result.missing:
+        console.print("could not infer (decide in the file):", highlight=False)
+        for line in result.missing:
+            console.print(f"  {safe(line)}", highlight=False)
+    if result.imported_path is not None:
+        console.print(
+            f"imported {result.imported} prior attempts (self-reported, never used in a "
+            f"decision) into {safe(str(result.imported_path))}",
+            highlight=False,
+        )
+    console.print("next: check the file, then `autoresearch check`", highlight=False)
+
+
 def _print(out: object) -> None:
     if isinstance(out, dict):
         click.echo(json.dumps(out, indent=2))
@@ -114,7 +157,7 @@ def _print(out: object) -> None:
         console.print(safe(str(line), one_line=False), highlight=False)
 
 
-COMMANDS = [start, workspace, step, mcp_, setup]
+COMMANDS = [start, workspace, step, mcp_, setup, import_]
 
 
 def register(group: click.Group) -> None:
