@@ -148,6 +148,125 @@ def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> Non
     console.print("next: check the file, then `autoresearch check`", highlight=False)
 
 
+file_option = click.option(
+    "--file",
+    "path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("autoresearch.jsonl"),
+    show_default=True,
+    help="The session log.",
+)
+
+
+@click.group()
+def session() -> None:
+    """A session log for agents that measure themselves (self-reported; no engine
+    decision reads it)."""
+
+
+@session.command(name="init")
+@file_option
+@click.option("--metric", "metric", required=True, help="The primary metric's name.")
+@click.option("--direction", type=click.Choice(["higher", "lower"]), required=True)
+@click.option("--unit", default="", help="The metric's unit, for display.")
+@click.option("--max-runs", type=int, default=None)
+@click.option("--max-runtime-seconds", type=float, default=None)
+@click.option("--max-cost", type=float, default=None)
+@click.option("--convergence-runs", type=int, default=None)
+@click.option("--force", is_flag=True, help="Open a new segment in an existing log.")
+@handle_errors
+def session_init(
+    path: Path,
+    metric: str,
+    direction: str,
+    unit: str,
+    max_runs: int | None,
+    max_runtime_seconds: float | None,
+    max_cost: float | None,
+    convergence_runs: int | None,
+    force: bool,
+) -> None:
+    """Start the log: its first config record declares the metric and direction."""
+    from autoresearch import session as sessions
+
+    entry = sessions.init(
+        path,
+        metric,
+        direction,
+        force=force,
+        unit=unit,
+        max_runs=max_runs,
+        max_runtime_seconds=max_runtime_seconds,
+        max_cost=max_cost,
+        convergence_runs=convergence_runs,
+    )
+    click.echo(json.dumps(entry))
+
+
+@session.command(name="record")
+@file_option
+@click.option("--metric", "metric", type=float, default=None, help="The measured value.")
+@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]))
+@click.option("--commit", default=None)
+@click.option("--description", default="")
+@click.option("--elapsed-seconds", type=float, default=None)
+@click.option("--estimated-cost", type=float, default=None)
+@click.option("--metric-name", default=None, help="A new primary metric: opens a new segment.")
+@click.option("--direction", type=click.Choice(["higher", "lower"]), default=None)
+@click.option("--format", "fmt", type=click.Choice(["json", "summary"]), default="summary")
+@handle_errors
+def session_record(
+    path: Path,
+    metric: float | None,
+    status: str | None,
+    commit: str | None,
+    description: str,
+    elapsed_seconds: float | None,
+    estimated_cost: float | None,
+    metric_name: str | None,
+    direction: str | None,
+    fmt: str,
+) -> None:
+    """Append one run with the status you assigned; prints the session's status."""
+    from autoresearch import session as sessions
+
+    if status is None:
+        raise click.UsageError("--status is required (keep, discard, crash, checks_failed).")
+    data = sessions.record(
+        path,
+        status,
+        metric,
+        commit=commit,
+        description=description,
+        elapsed_seconds=elapsed_seconds,
+        estimated_cost=estimated_cost,
+        metric_name=metric_name,
+        direction=direction,
+    )
+    _session_out(data, fmt)
+
+
+@session.command(name="status")
+@file_option
+@click.option("--format", "fmt", type=click.Choice(["json", "summary"]), default="json")
+@handle_errors
+def session_status(path: Path, fmt: str) -> None:
+    """Best, delta, MAD, confidence, counts, budgets and convergence."""
+    from autoresearch import session as sessions
+
+    _session_out(sessions.summary(sessions.read(path)), fmt)
+
+
+def _session_out(data: dict[str, object], fmt: str) -> None:
+    from autoresearch.session import summary_lines
+
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+        return
+    for line in summary_lines(data):
+        click.echo(line)
+
+
 def _print(out: object) -> None:
     if isinstance(out, dict):
         click.echo(json.dumps(out, indent=2))
@@ -157,7 +276,7 @@ def _print(out: object) -> None:
         console.print(safe(str(line), one_line=False), highlight=False)
 
 
-COMMANDS = [start, workspace, step, mcp_, setup, import_]
+COMMANDS: list[click.Command] = [start, workspace, step, mcp_, setup, import_, session]
 
 
 def register(group: click.Group) -> None:
