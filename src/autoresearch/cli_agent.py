@@ -131,7 +131,8 @@ def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> Non
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
         return
-    console.print(f"wrote {safe(str(result.config))} from a {safe(result.style)}", highlight=False)
+    verb = "wrote" if result.written else "kept"
+    console.print(f"{verb} {safe(str(result.config))} ({safe(result.style)})", highlight=False)
     console.print("inferred:", highlight=False)
     for line in result.found:
         console.print(f"  {safe(line)}", highlight=False)

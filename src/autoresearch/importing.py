@@ -60,6 +60,7 @@ class ImportResult:
     missing: list[str]
     imported: int = 0
     imported_path: Path | None = None
+    written: bool = True  # False: an existing config was kept
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +70,7 @@ class ImportResult:
             "could_not": self.missing,
             "imported_attempts": self.imported,
             "imported_path": str(self.imported_path) if self.imported_path else None,
+            "written": self.written,
         }
 
 
@@ -531,8 +533,19 @@ def import_pi(root: Path, force: bool = False, folder: Path | None = None) -> Im
     if scope:
         inferred.scope = scope
         inferred.note("scope", scope, "autoresearch.md ## Files in Scope")
-    config = write_config(root, inferred, f"{prefix}autoresearch.md", force)
+    existing = root / CONFIG_FILE
+    if existing.exists() and not force:
+        # The history goes to the campaign that is configured already; its config stays.
+        from autoresearch.config import load_campaign
+
+        inferred.name = load_campaign(root).name
+        inferred.found = [f"kept the existing {CONFIG_FILE} (--force replaces it)"]
+        inferred.missing = []
+        config = existing
+    else:
+        config = write_config(root, inferred, f"{prefix}autoresearch.md", force)
     result = ImportResult(inferred.style, config, inferred.found, inferred.missing)
+    result.written = config != existing or force
     if runs:
         state_dir = root / ".autoresearch" / inferred.name
         result.imported_path = write_imported(state_dir, runs, configs, jsonl)

@@ -149,7 +149,7 @@ def test_self_reported_numbers_never_decide(tmp_path: Path) -> None:
     # Against the claimed 0 this would be worse; against the measured 7 it is better.
     assert judged.attempt is not None and judged.attempt["status"] == "keep"
     assert judged.attempt["previous_best"] == 7 and judged.best == 5
-    import_pi(repo, force=True)
+    import_pi(repo)  # into the configured campaign; its config stays
     name = load_campaign(repo).name
     imported = read_imported(repo / ".autoresearch" / name)
     assert imported and all(e["self_reported"] for e in imported)
