@@ -30,6 +30,7 @@ from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import RunResult
 from autoresearch.owned import real_dir, refuse_links, remove
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, clean_text
+from autoresearch.scope import PathMatcher
 from autoresearch.workspace import Workspace
 
 DESCRIPTION_CHARS = 200
@@ -39,6 +40,13 @@ HALTS = ("tampered", "checkout_changed")
 
 class NotStarted(AutoresearchError):
     pass
+
+
+def _changed(workspace: Workspace, start: str, tree: str) -> list[str]:
+    out = workspace.git.run_bytes(
+        "diff-tree", "-r", "-z", "--no-renames", "--name-only", f"{start}^{{tree}}", tree
+    )
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
 def snapshot_edits(workspace: Workspace, start: str) -> str | None:
@@ -85,11 +93,17 @@ class HandEdits:
 
     runs_commands = False  # nothing runs while the engine waits: there is nothing to watch
 
-    def __init__(self, description: str = "") -> None:
+    def __init__(
+        self, description: str = "", judged: Callable[[str], bool] = lambda path: False
+    ) -> None:
         self.description = clean_text(" ".join(description.split()), DESCRIPTION_CHARS)
+        # Paths the judge is fingerprinted from (harness, rubric): an edit touching one is
+        # set aside while the campaign opens.
+        self.judged = judged
         self.workspace: Workspace | None = None
         self.tree: str | None = None
         self.start_tree: str | None = None
+        self.away = False  # the edit is not in the workspace's files now
         self.proposed = False
         self.outcome: Outcome | None = None
         self.problem = ""
@@ -101,15 +115,24 @@ class HandEdits:
         self.workspace = workspace
         reopened = workspace.reopen(start)
         self.tree = snapshot_edits(workspace, start)
-        if self.tree is not None:
-            self.start_tree = workspace.tree_of(start)
-        if reopened and self.edited:
-            # Set aside until the proposal: the judge is fingerprinted from the incumbent's
-            # files, and only the paths the edit touched are written.
-            assert self.tree is not None
+        if self.tree is None:
+            return reopened
+        self.start_tree = workspace.tree_of(start)
+        if not self.edited:
+            return reopened
+        if not reopened:
+            self.away = True  # `ensure` makes the workspace afresh
+        elif any(self._touches_judge(p) for p in _changed(workspace, start, self.tree)):
+            # Set aside until the proposal: the judge is fingerprinted from the
+            # incumbent's files. Only the paths the edit touched are written.
             workspace.load_tree(self.tree)
             workspace.load_tree(start)
+            self.away = True
         return reopened
+
+    def _touches_judge(self, path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return self.judged(path) or name in (".gitignore", ".gitattributes")
 
     @property
     def edited(self) -> bool:
@@ -117,21 +140,23 @@ class HandEdits:
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         self.proposed = True
-        if self.workspace is not None and self.edited:
+        if self.workspace is not None and self.away:
             assert self.tree is not None
             self.workspace.load_tree(self.tree)
+            self.away = False
         return Proposal(description=self.description)
 
     def observe(self, outcome: Outcome) -> None:
         self.outcome = outcome
 
     def close(self) -> None:
-        if self.proposed or self.workspace is None or not self.edited:
+        if self.proposed or self.workspace is None or not self.away:
             return
         self.proposed = True  # idempotent
         assert self.tree is not None
         try:
             self.workspace.load_tree(self.tree)
+            self.away = False
         except AutoresearchError as exc:
             self.problem = (
                 f"your edits could not be put back in the workspace ({exc}); they are kept "
@@ -237,7 +262,9 @@ def _drive(
         if on_event is not None:
             on_event(event)
 
-    proposer = HandEdits(description)
+    cfg = campaign.config
+    rubric = [cfg.judge.rubric] if cfg.judge is not None else []
+    proposer = HandEdits(description, PathMatcher([*cfg.harness, *rubric]).matches)
     engine = Engine(campaign, proposer=proposer, executor=executor, on_event=listen)
     _campaign_clock(engine)
     before = max((r.iteration for r in Ledger(campaign.state_dir).read()), default=-1)
