@@ -219,3 +219,35 @@ def test_cli_start_step_workspace(tmp_path: Path, invoke: Runner) -> None:
     assert "no_change" in text.stdout and "next:" in text.stdout
     status = invoke(repo, "status")
     assert "waiting for the next" in status.stdout
+
+
+def test_the_measurement_folder_left_between_steps_is_not_trusted(tmp_path: Path) -> None:
+    """Each step reuses the measurement folder the last one left; a file changed there in
+    between (same size, its modification time put back) and a file planted there do not
+    reach the next measurement: it measures the committed tree."""
+    repo = toy_repo(tmp_path)
+    (repo / "offset.txt").write_text("0\n")
+    git(repo, "add", "offset.txt")
+    git(repo, "commit", "-qm", "offset")
+
+    def metric(ws: Path) -> float:
+        bonus = 50 if (ws / "planted.txt").exists() else 0
+        return score(ws) - float((ws / "offset.txt").read_text()) - bonus
+
+    def run(make: object) -> agent_mode.StepReport:
+        return make(load_campaign(repo), executor=MemoryExecutor(metric))  # type: ignore[operator]
+
+    run(agent_mode.start)
+    set_n(repo, "6")
+    assert run(agent_mode.step).attempt["status"] == "keep"  # type: ignore[index]
+    measure = load_campaign(repo).state_dir / "measure"
+    target = measure / "offset.txt"
+    assert target.read_text() == "0\n"  # the folder is reused
+    before = os.stat(target)
+    target.write_text("9\n")
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (measure / "planted.txt").write_text("x\n")
+    set_n(repo, "8")  # worse: 5 against 3
+    report = run(agent_mode.step)
+    assert report.attempt is not None and report.attempt["metric"] == 5
+    assert report.attempt["status"] == "discard" and report.best == 3
