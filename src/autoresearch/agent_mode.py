@@ -6,9 +6,12 @@ the campaign's workspace by hand and calls `step`, which runs one attempt of the
 screen, commit, measure in the sandbox, decide, keep or roll back, record, stop rules,
 under the same lock and into the same ledger as `run`. The agent never reports a number.
 
-The engine makes the workspace afresh whenever it opens a campaign, so the agent's edits
-are taken as a git tree first (`snapshot_edits`) and put back as the proposal, or put back
-as they were when no attempt was made (a stop rule held, or only `start` ran).
+The engine would make the workspace afresh when it opens the campaign; `HandEdits` takes it
+over as the agent left it instead (`Workspace.reopen`), snapshots the edit as a git tree,
+and sets it aside only while the judge is fingerprinted when it touches a harness file.
+Where the workspace cannot be taken over, the tree is put back as the proposal after the
+workspace is made afresh, or as it was when no attempt was made (a stop rule held, or only
+`start` ran).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def _changed(workspace: Workspace, start: str, tree: str) -> list[str]:
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
-def snapshot_edits(workspace: Workspace, start: str) -> str | None:
+def snapshot_edits(workspace: Workspace, start: str, checked_index: bool = False) -> str | None:
     """The tree of the workspace's files as they stand (what `collect` would commit), or
     None when there is no workspace yet.
 
@@ -65,8 +68,9 @@ def snapshot_edits(workspace: Workspace, start: str) -> str | None:
     try:
         if (workspace.gitdir / "index").is_file():
             shutil.copy2(workspace.gitdir / "index", index)  # its times too: racy entries
-            # Flags set in that index (assume-unchanged, skip-worktree) would hide a change.
-            flagged = git.run("ls-files", "-v", "-z", extra_env=env)
+            # Flags set in that index (assume-unchanged, skip-worktree) would hide a change
+            # (`Workspace.reopen` has looked already when `checked_index`).
+            flagged = "" if checked_index else git.run("ls-files", "-v", "-z", extra_env=env)
             if any(e[:1].islower() or e[:1] == "S" for e in flagged.split("\0") if e):
                 remove(index)
                 git.run("read-tree", start, extra_env=env)
@@ -102,7 +106,7 @@ class HandEdits:
         self.judged = judged
         self.workspace: Workspace | None = None
         self.tree: str | None = None
-        self.start_tree: str | None = None
+        self.changed: list[str] = []  # the paths the edit touched
         self.away = False  # the edit is not in the workspace's files now
         self.proposed = False
         self.outcome: Outcome | None = None
@@ -114,15 +118,15 @@ class HandEdits:
         and the engine makes the workspace afresh."""
         self.workspace = workspace
         reopened = workspace.reopen(start)
-        self.tree = snapshot_edits(workspace, start)
+        self.tree = snapshot_edits(workspace, start, checked_index=reopened)
         if self.tree is None:
             return reopened
-        self.start_tree = workspace.tree_of(start)
-        if not self.edited:
+        self.changed = _changed(workspace, start, self.tree)
+        if not self.changed:
             return reopened
         if not reopened:
             self.away = True  # `ensure` makes the workspace afresh
-        elif any(self._touches_judge(p) for p in _changed(workspace, start, self.tree)):
+        elif any(self._touches_judge(p) for p in self.changed):
             # Set aside until the proposal: the judge is fingerprinted from the
             # incumbent's files. Only the paths the edit touched are written.
             workspace.load_tree(self.tree)
@@ -136,7 +140,7 @@ class HandEdits:
 
     @property
     def edited(self) -> bool:
-        return self.tree is not None and self.tree != self.start_tree
+        return bool(self.changed)
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         self.proposed = True
