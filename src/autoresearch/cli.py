@@ -179,6 +179,8 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         attempt = data.get("current_iteration")
         doing = f"attempt {attempt}, {data['phase']}" if attempt is not None else data["phase"]
         state = f"running (pid {data['pid']}, {doing})"
+    elif data.get("waiting"):
+        state = "waiting for the next `autoresearch step`"
     else:
         state = f"stopped: {data['stop_reason'] or 'never finished'}"
     lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
@@ -732,3 +734,9 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         else:
             console.print(f"[red]guard failed:[/] {escape(report.guard.reason)}")
     sys.exit(0 if report.ok else 1)
+
+
+# The agent-driven mode's commands live in their own module (it imports this one).
+from autoresearch.cli_agent import register as _register_agent_commands  # noqa: E402
+
+_register_agent_commands(main)

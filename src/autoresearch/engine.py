@@ -131,16 +131,19 @@ class Engine:
 
     # -- run ----------------------------------------------------------------------------
 
-    def run(self) -> RunResult:
+    def run(self, attempts: int | None = None) -> RunResult:
+        """Run until a stop rule holds; with `attempts`, pause after that many (the
+        agent-driven mode: `start` makes none, `step` one). A paused run's stop reason is
+        "": the campaign goes on with the next call."""
         with Lifecycle(self.campaign, self.executor, self.warn, raise_interrupted):
             try:
-                return self._run()
+                return self._run(attempts)
             finally:
                 if self.proposer is not None:
                     self.proposer.close()
                 self.state.update(running=False, phase="stopped", updated_utc=utc_now())
 
-    def _run(self) -> RunResult:
+    def _run(self, attempts: int | None = None) -> RunResult:
         self._open()
         try:
             if not self.records:
@@ -148,6 +151,10 @@ class Engine:
                 if failure:
                     return self._finish(StopReason.BASELINE_FAILED, EXIT_FAILED, failure)
             while (stop := self._stop_reason()) is None:
+                if attempts is not None and attempts <= 0:
+                    self.state.update(waiting=True)
+                    return RunResult("", EXIT_OK, self.summary())
+                attempts = None if attempts is None else attempts - 1
                 record = self._attempt(self._last_iteration() + 1)
                 if record.status.halts:
                     message = f"campaign halted: {record.reason}"
@@ -168,7 +175,7 @@ class Engine:
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
         mark_running(self.state, self.campaign, self.max_iterations)
-        self.state.update(isolation=self.executor.isolation)
+        self.state.update(isolation=self.executor.isolation, waiting=False)
         repaired = self.ledger.repair()
         if repaired:
             self.warn(repaired)
@@ -180,7 +187,10 @@ class Engine:
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
             self.warn(dirty)
-        for warning in self.workspace.ensure(start):
+        # The agent-driven mode's proposer takes the workspace over as the agent left it.
+        reopen = getattr(self.proposer, "reopen_workspace", None)
+        kept = callable(reopen) and reopen(self.workspace, start)
+        for warning in [] if kept else self.workspace.ensure(start):
             self.warn(warning)
         validate_proposer(self.proposer, self.workspace.path)
         resumed = bool(self.records)

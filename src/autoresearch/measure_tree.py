@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from autoresearch.errors import GitError
+from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import Git
-from autoresearch.owned import OwnedDir
+from autoresearch.owned import OwnedDir, real_dir, write_file
 from autoresearch.workspace import GIT_CONFIG, link_shares
 
 
@@ -95,6 +95,8 @@ class MeasureTree:
         if self.current == commit and not self._dirty:
             return
         index = self.gitdir / "index"
+        if self.current is None and self._git is None:
+            self.current = self._adopt()
         if self.current is None or not index.is_file() or not self.path.is_dir():
             self._rebuild(commit)
         else:
@@ -156,6 +158,44 @@ class MeasureTree:
                 parts[2],
                 extra_env={"GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1"},
             )
+
+    def _adopt(self) -> str | None:
+        """Take over the folder an engine before this one left (a `step` is a process of
+        its own): its git directory is written again but for the index, and the folder is
+        put back to exactly the index's tree (`read-tree --reset -u`, `clean -ffdx`: work in
+        proportion to what differs, as after every run). The tree it shows, or None to
+        rebuild from nothing. Whatever was changed there in between is undone, as anything
+        a run leaves is; the move to the commit to measure follows."""
+        index = self.gitdir / "index"
+        if not (real_dir(self.path) and real_dir(self.gitdir)) or index.is_symlink():
+            return None
+        if not index.is_file() or self.submodules():
+            return None
+        try:
+            self._folder.remember()
+            self._git_folder.remember()
+            objects = Git(self.root).run("rev-parse", "--git-path", "objects").strip()
+            source = (self.root / objects).resolve()
+            info = self.gitdir / "objects" / "info"
+            if not real_dir(info):
+                return None
+            write_file(info / "alternates", f"{source}\n".encode())
+            write_file(self.gitdir / "HEAD", b"ref: refs/heads/measure\n")
+            write_file(
+                self.gitdir / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+            )
+            config = [*GIT_CONFIG, f"core.excludesFile={self.exclude_file}"]
+            self._git = Git(self.path.parent, config=config)
+            tree = self._run("write-tree").strip()
+            self._run("read-tree", "--reset", "-u", tree)
+            args = ["clean", "-ffdxq"]
+            for item in self.share:
+                args += ["-e", f"/{item}"]
+            self._run(*args)
+        except (GitError, WorkspaceHijacked, OSError):
+            self._git = None  # the next use makes the git directory afresh
+            return None
+        return tree
 
     def _check(self) -> None:
         self._folder.check()

@@ -66,6 +66,8 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "stop_reason": None if running else state.get("stop_reason"),
             "stop_message": None if running else state.get("stop_message") or None,
             "running": running,
+            # Agent-driven: paused between `step` calls, not stopped.
+            "waiting": bool(state.get("waiting")) and not running and not state.get("stop_reason"),
             "pid": pid,
             "phase": (state.get("phase") or "starting") if running else "stopped",
             "current_iteration": state.get("iteration") if running else None,

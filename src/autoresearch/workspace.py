@@ -155,12 +155,7 @@ class Workspace:
         for name in ENGINE_FOLDERS:
             if (self.state_dir / name).is_symlink():
                 (self.state_dir / name).unlink()  # replaced, never followed
-        write_file(
-            self.exclude_file,
-            (
-                "".join(f"/{s}\n" for s in self.share) + "".join(f"{p}\n" for p in TOOL_CACHES)
-            ).encode(),
-        )
+        write_file(self.exclude_file, self._exclude())
         self.clear_stale_locks()
         if self.branch_commit() is None:
             self.repo.run("update-ref", self.branch_ref, start)
@@ -177,6 +172,51 @@ class Workspace:
         warnings = self.init_submodules()
         self._private_git(start)
         return warnings
+
+    def _exclude(self) -> bytes:
+        shares = "".join(f"/{s}\n" for s in self.share)
+        return (shares + "".join(f"{p}\n" for p in TOOL_CACHES)).encode()
+
+    def reopen(self, start: str) -> bool:
+        """Take the workspace over as an earlier engine left it, its files untouched (the
+        agent-driven mode: the agent's edits wait there for the next step). False when it
+        cannot be (no workspace, another incumbent, submodules): then `ensure` makes it
+        afresh. The engine's git directory gets its own HEAD and config written again; its
+        index is kept unless it carries flags that hide files (assume-unchanged,
+        skip-worktree). What is measured is the committed tree, in a folder made afresh, so
+        nothing left here can change a number."""
+        refuse_links(self.root, self.state_dir)
+        if not (real_dir(self.path) and real_dir(self.gitdir) and real_dir(self.path / ".git")):
+            return False
+        if self.branch_commit() != start or (self.path / ".gitmodules").exists():
+            return False
+        if _read_small(self.gitdir / "HEAD") != f"{start}\n".encode():
+            return False
+        for name in ENGINE_FOLDERS:
+            if (self.state_dir / name).is_symlink():
+                (self.state_dir / name).unlink()
+        self.clear_stale_locks()
+        self.folder.remember()
+        self.own_gitdir.remember()
+        write_file(self.exclude_file, self._exclude())
+        write_file(
+            self.gitdir / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+        )
+        self._git = None
+        index = self.gitdir / "index"
+        flagged = index.is_file() and any(
+            e[:1].islower() or e[:1] == "S"
+            for e in self.git.run("ls-files", "-v", "-z").split("\0")
+            if e
+        )
+        if not index.is_file() or flagged:
+            index.unlink(missing_ok=True)
+            self.git.run("read-tree", start)
+        self._remember_index()
+        self._submodules, self._clones = [], {}
+        self._private_head = start
+        self.link_shares()
+        return True
 
     def _make_gitdir(self, head: str) -> None:
         """The engine's git directory: an index, HEAD, no configuration of anyone's."""

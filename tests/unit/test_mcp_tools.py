@@ -1,0 +1,76 @@
+"""The MCP server's tools in-process: typed schemas, one sentence for a user's error, and an
+optional tool wired by its module alone once that module exists."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from autoresearch import mcp_server
+from autoresearch.errors import AutoresearchError
+from conftest import make_repo
+
+pytest.importorskip("mcp")
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+
+class Confirmed(BaseModel):
+    confirmed: bool
+    runs: int
+
+
+def test_an_optional_tool_is_wired_by_its_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("autoresearch.fake_confirm")
+
+    def factory(tools: mcp_server.CampaignTools) -> Any:
+        def confirm(runs: int = 3) -> Confirmed:
+            """Re-measure the best result."""
+            if runs < 1:
+                raise AutoresearchError("runs must be at least 1.")
+            return Confirmed(confirmed=tools.root == tmp_path, runs=runs)
+
+        return confirm
+
+    module.mcp_confirm = factory  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "autoresearch.fake_confirm", module)
+    monkeypatch.setitem(
+        mcp_server.OPTIONAL_TOOLS, "confirm", ("fake_confirm", "mcp_confirm", "Confirm.")
+    )
+    server = mcp_server.make_server(tmp_path)
+
+    async def drive() -> tuple[Any, Any, Any]:
+        tools = {t.name: t for t in await server.list_tools()}
+        ok = await server.call_tool("confirm", {"runs": 2})
+        ideas = await server.call_tool("ideas", {})
+        return tools, ok, ideas
+
+    tools, ok, ideas = anyio.run(drive)
+    assert tools["confirm"].input_schema["properties"]["runs"]["type"] == "integer"
+    assert tools["confirm"].output_schema["properties"]["confirmed"]["type"] == "boolean"
+    assert ok.structured_content == {"confirmed": True, "runs": 2}
+    assert ideas.structured_content["available"] is False
+    with pytest.raises(ToolError, match=r"runs must be at least 1\.$"):
+        anyio.run(server.call_tool, "confirm", {"runs": 0})
+
+
+def test_every_tool_has_typed_inputs_and_outputs(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    server = mcp_server.make_server(repo)
+
+    tools = {t.name: t for t in anyio.run(server.list_tools)}
+    expected = {"start", "step", "status", "log", "show", "diff", "confirm", "ideas"}
+    assert expected <= set(tools)
+    for name in expected:
+        assert tools[name].output_schema is not None, name
+    assert tools["show"].input_schema["required"] == ["iteration"]
+    with pytest.raises(ToolError, match=r"no autoresearch\.toml"):
+        anyio.run(server.call_tool, "status", {})
