@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
@@ -267,3 +270,41 @@ def listing(root: Path, config: Path | None) -> list[Entry]:
     except AutoresearchError:
         pass  # no config: the default backlog, if there is one
     return entries(state_dir, backlog, Ledger(state_dir).read())
+
+
+# -- the MCP tool -----------------------------------------------------------------------------
+
+
+class IdeasResult(BaseModel):
+    added: list[str]  # what `add` put in the backlog ("" when it held it already)
+    ideas: list[dict[str, Any]]  # source, text, outcome, iteration, metric, delta
+
+
+def mcp_ideas(tools: Any) -> Callable[..., IdeasResult]:
+    """The `ideas` tool of `autoresearch mcp`: the backlog and the hypotheses with their
+    outcomes; `add` appends an idea to the backlog first (written by the engine, as with
+    `IDEA:` lines)."""
+    root: Path = tools.root
+    config: Path | None = tools.config
+
+    def ideas(add: str = "") -> IdeasResult:
+        """The ideas backlog and the hypothesis queue, each with how it came out; pass
+        `add` to put one more idea in the backlog (what to try next)."""
+        added: list[str] = []
+        idea = _clean(add)
+        if idea:
+            from autoresearch.config import load_campaign
+            from autoresearch.ledger import Ledger
+            from autoresearch.status import find_state_dir
+
+            cfg = load_campaign(root, config).config
+            if not cfg.ideas:
+                raise AutoresearchError(
+                    'this campaign has no ideas backlog (ideas = ""); set `ideas` in its config.'
+                )
+            records = Ledger(find_state_dir(root, config)).read()
+            last = max((r.iteration for r in records), default=0)
+            added = append_ideas(root / cfg.ideas, [idea], last)
+        return IdeasResult(added=added, ideas=[e.to_json() for e in listing(root, config)])
+
+    return ideas

@@ -45,6 +45,8 @@ def test_an_optional_tool_is_wired_by_its_module(
     monkeypatch.setitem(
         mcp_server.OPTIONAL_TOOLS, "confirm", ("fake_confirm", "mcp_confirm", "Confirm.")
     )
+    # A tool whose module does not exist is listed and says so.
+    monkeypatch.setitem(mcp_server.OPTIONAL_TOOLS, "ideas", ("no_such_module", "x", "Ideas."))
     server = mcp_server.make_server(tmp_path)
 
     async def drive() -> tuple[Any, Any, Any]:
@@ -74,3 +76,25 @@ def test_every_tool_has_typed_inputs_and_outputs(tmp_path: Path) -> None:
     assert tools["show"].input_schema["required"] == ["iteration"]
     with pytest.raises(ToolError, match=r"no autoresearch\.toml"):
         anyio.run(server.call_tool, "status", {})
+
+
+def test_the_ideas_tool_lists_and_adds_to_the_backlog(tmp_path: Path) -> None:
+    from campaigns import campaign_toml
+
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 10\n",
+            "bench.py": "import calc\nprint(abs(calc.N - 3))\n",
+            "autoresearch.toml": campaign_toml(guard=None, **{"metric.pattern": None}),
+            "autoresearch.ideas.md": "- try a smaller N\n",
+        },
+    )
+    server = mcp_server.make_server(repo)
+    added = anyio.run(server.call_tool, "ideas", {"add": "try N = 3"}).structured_content
+    assert added["added"] == ["try N = 3"]
+    assert [i["text"] for i in added["ideas"]] == ["try a smaller N", "try N = 3"]
+    assert all(i["outcome"] == "pending" for i in added["ideas"])
+    assert "- try N = 3 (attempt 0)" in (repo / "autoresearch.ideas.md").read_text()
+    again = anyio.run(server.call_tool, "ideas", {"add": "try N = 3"}).structured_content
+    assert again["added"] == [] and len(again["ideas"]) == 2
