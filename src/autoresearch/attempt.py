@@ -29,6 +29,12 @@ class Status(StrEnum):
     EDIT_REFUSED = "edit_refused"
     INTERRUPTED = "interrupted"
     CHECKOUT_CHANGED = "checkout_changed"
+    # Judged beyond the primary number (metrics.py, holdout.py, approval.py, rework.py):
+    CONSTRAINT_FAILED = "constraint_failed"  # better, but a [[metrics]] constraint broke
+    OVERFIT = "overfit"  # better, but worse on the holdout beyond its noise
+    AWAITING_APPROVAL = "awaiting_approval"  # better, touches [approval] paths: parked
+    REJECTED = "rejected"  # a parked candidate a person (or --unattended) turned down
+    REWORK = "rework"  # better, guard failed: sent back to the proposer to fix
 
     @property
     def halts(self) -> bool:
@@ -49,7 +55,16 @@ class Status(StrEnum):
     @property
     def is_failure(self) -> bool:
         """Something went wrong (as opposed to a measured change that was not better)."""
-        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD, Status.NO_CHANGE)
+        return self not in (
+            Status.BASELINE,
+            Status.KEEP,
+            Status.DISCARD,
+            Status.NO_CHANGE,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REJECTED,
+        )
 
     @property
     def measured(self) -> bool:
@@ -61,6 +76,21 @@ class Status(StrEnum):
             Status.CRASH,
             Status.TIMEOUT,
             Status.GUARD_FAILED,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REWORK,
+        )
+
+    @property
+    def rule_kept(self) -> bool:
+        """The decision rule found the candidate better; something after it refused it."""
+        return self in (
+            Status.GUARD_FAILED,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REWORK,
         )
 
     @property
@@ -131,6 +161,12 @@ class AttemptRecord:
     incumbent_samples: tuple[float, ...] | None = None
     metric_runs: int | None = None
     previous_best: float | None = None
+    # {name: {value, samples, incumbent_samples}} of the [[metrics]] and a composite's names
+    metrics: dict[str, Any] | None = None
+    # {added, removed, lines_per_unit, percent}: the diff size simplicity weighed, and how
+    lines: dict[str, Any] | None = None
+    holdout: dict[str, Any] | None = None  # {value, incumbent, gain}: the unseen check
+    rework_of: int | None = None  # the attempt whose candidate this try fixes
     closed: bool = False
     delta: float | None = None
     best: float | None = None
@@ -193,6 +229,10 @@ class AttemptRecord:
             incumbent_samples=samples("incumbent_samples"),
             metric_runs=_opt_int(take("metric_runs")),
             previous_best=_opt_float(take("previous_best")),
+            metrics=take("metrics"),
+            lines=take("lines"),
+            holdout=take("holdout"),
+            rework_of=_opt_int(take("rework_of")),
             closed=closed,
             delta=_opt_float(take("delta")),
             best=_opt_float(take("best")),
@@ -234,6 +274,10 @@ class AttemptRecord:
             ("judge_tokens_out", self.judge_cost.tokens_out),
             ("reason", self.reason),
             ("previous_best", self.previous_best),
+            ("metrics", self.metrics or None),
+            ("lines", self.lines),
+            ("holdout", self.holdout),
+            ("rework_of", self.rework_of),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

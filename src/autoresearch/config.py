@@ -20,6 +20,14 @@ from pydantic import (
     model_validator,
 )
 
+from autoresearch.criteria import (
+    ApprovalConfig,
+    HoldoutConfig,
+    SecondaryMetric,
+    SimplicityConfig,
+    check_metrics,
+    check_score,
+)
 from autoresearch.decide import Rule
 from autoresearch.errors import ConfigError
 from autoresearch.llm import ChatSettings
@@ -63,9 +71,16 @@ class MetricConfig(_Strict):
     file: str | None = None
     key: str | None = None
     name: str | None = None
+    score: str | None = None  # a composite of [[metrics]] / METRIC values (criteria.py)
 
     @model_validator(mode="after")
     def _sources(self) -> MetricConfig:
+        check_score(self.score)
+        if self.score is not None and (self.file or self.name or self.pattern or self.key):
+            raise ValueError(
+                "'score' computes the metric from named values; drop 'file', "
+                "'key', 'name' and 'pattern'"
+            )
         if self.key is not None and self.file is None:
             raise ValueError("'key' reads a value from 'file'; set 'file' too")
         if self.name is not None and (self.file is not None or self.pattern is not None):
@@ -97,6 +112,7 @@ class MetricConfig(_Strict):
 class GuardConfig(_Strict):
     command: str = Field(min_length=1)
     timeout: Seconds = 600
+    rework: Int = Field(default=0, ge=0, le=10)  # tries the proposer gets to fix a failure
 
 
 class StopConfig(_Strict):
@@ -122,6 +138,7 @@ class DecisionConfig(_Strict):
     repeats: Int = Field(default=5, ge=2, le=1000)
     max_samples: Int = Field(default=8, ge=2, le=1000)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
 
     @field_validator("min_delta", mode="before")
     @classmethod
@@ -223,6 +240,14 @@ class CampaignConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
+    metrics: list[SecondaryMetric] = Field(default_factory=list)
+    holdout: HoldoutConfig | None = None
+    approval: ApprovalConfig | None = None
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[SecondaryMetric]) -> list[SecondaryMetric]:
+        return check_metrics(value)
 
     @field_validator("name")
     @classmethod

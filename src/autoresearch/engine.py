@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from autoresearch import rework as reworks
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
-from autoresearch.decide import Verdict
 from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
@@ -47,6 +47,7 @@ from autoresearch.recording import (
     describe,
     in_flight_record,
 )
+from autoresearch.review import Review
 from autoresearch.screening import Screened, screen
 from autoresearch.startup import (
     LOST_REASON,
@@ -69,6 +70,7 @@ REJECTED_CONTENT = frozenset({Status.SCOPE_VIOLATION, Status.TAMPERED})
 # signal, a tamper, a proposer that failed midway) gets a full reset.
 FAST_ROLLBACK = frozenset(
     {Status.KEEP, Status.DISCARD, Status.CRASH, Status.GUARD_FAILED, Status.NO_CHANGE}
+    | {s for s in Status if s.rule_kept}
 )
 
 
@@ -82,6 +84,7 @@ class Engine:
         on_event: Listener | None = None,
         max_iterations: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unattended: bool = False,
     ) -> None:
         self.campaign = campaign
         self.cfg = campaign.config
@@ -103,6 +106,8 @@ class Engine:
         self.fingerprint = Fingerprint()
         self.proposer_failures = 0
         self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
+        self.rework: reworks.Rework | None = None  # a candidate sent back to its proposer
+        self.unattended = unattended
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -179,6 +184,12 @@ class Engine:
             self.campaign, self.workspace, self.executor, self.fingerprint, self.logs, self.phase
         )
         self.evaluator.load(self.records)
+        self.review = Review(
+            self.campaign,
+            self.evaluator,
+            lambda a, b: self.workspace.git.run("diff", "--numstat", "--no-renames", a, b),
+            unattended=self.unattended,
+        )
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -243,10 +254,12 @@ class Engine:
         self.state.update(in_flight=iteration, in_flight_record=None)
         steps = Steps(iteration, began)
         pending, self.pending = self.pending, None
+        rework, self.rework = self.rework, None
         try:
             if pending is None:
                 note = None
-                proposal, seconds, watch = self._propose(iteration)
+                proposal, seconds, watch = self._propose(iteration, rework)
+                steps = replace(steps, rework_of=rework.of if rework else None)
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
                 proposal, seconds, watch = self._replay(pending)
@@ -261,7 +274,8 @@ class Engine:
             screened = screen(proposal, collected.candidate, changes, self.rules)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)  # its content is not kept under a ref
-            steps = replace(steps, outcome=screened or self._measure(iteration, collected))
+            outcome = screened or self._measure(iteration, collected, rework)
+            steps = replace(steps, outcome=outcome)
             self.workspace.check()
         except WorkspaceHijacked as exc:
             # Nothing is rolled back: the folder is not the engine's any more.
@@ -274,15 +288,23 @@ class Engine:
             self._record(steps, before)
             raise
         self._settle(steps)
-        return self._record(steps, before)
+        record = self._record(steps, before)
+        self.rework = reworks.after(record, rework, self.logs)
+        return record
 
-    def _propose(self, iteration: int) -> tuple[Proposal, float, CheckoutWatch]:
+    def _propose(
+        self, iteration: int, rework: reworks.Rework | None = None
+    ) -> tuple[Proposal, float, CheckoutWatch]:
         """Ask the proposer for one change while the user's checkout is watched."""
         assert self.proposer is not None
         self.phase("proposing", iteration)
         records, best = self.records, self.incumbent.metric
         path = self.workspace.path
         ctx = proposal_context(self.campaign, records, iteration, best, path, self.logs)
+        if rework is not None:  # the try starts from the candidate the guard refused
+            self.workspace.load_tree(rework.commit)
+            limit = self.cfg.guard.rework if self.cfg.guard else 0
+            ctx = reworks.context(ctx, rework, limit)
         # A confined proposer cannot see the checkout: there is nothing to watch.
         watched = (
             self.cfg.sandbox.watch_checkout
@@ -322,23 +344,26 @@ class Engine:
         failed = proposal.failed or proposal.timed_out
         self.proposer_failures = self.proposer_failures + 1 if failed else 0
 
-    def _measure(self, iteration: int, collected: Collected) -> Judged:
-        """Measure against the incumbent until the rule decides; the guard only for a keep."""
+    def _measure(
+        self, iteration: int, collected: Collected, rework: reworks.Rework | None = None
+    ) -> Judged:
+        """Measure against the incumbent until the rule decides, then review the rest
+        (constraints, simplicity, guard, holdout, approval: review.py)."""
         assert collected.commit is not None
         measured = self.evaluator.evaluate(
             iteration, collected.candidate, collected.commit, self.incumbent.commit
         )
         if measured.failure:
             return Judged(Status(measured.failure), measured.reason, measured)
-        verdict = measured.reason or None  # the rule's statistic and threshold
-        if measured.verdict is not Verdict.KEEP:
-            return Judged(Status.DISCARD, verdict, measured)
-        guard = self.evaluator.run_guard(iteration, collected.commit)
-        if guard.failure:
-            tampered = guard.failure == Status.TAMPERED
-            status = Status.TAMPERED if tampered else Status.GUARD_FAILED
-            return Judged(status, guard.reason, measured, guard.seconds)
-        return Judged(Status.KEEP, verdict, measured, guard.seconds)
+        limit = self.cfg.guard.rework if self.cfg.guard else 0
+        return self.review.judge(
+            iteration,
+            collected.commit,
+            collected.files,
+            measured,
+            self.incumbent,
+            reworks.left(limit, rework),
+        )
 
     def _settle(self, steps: Steps) -> None:
         """Keep the candidate or roll it back: the worktree is exactly the incumbent after."""

@@ -65,6 +65,11 @@ def test_status_strings_are_the_ledger_strings() -> None:
         "edit_refused",
         "interrupted",
         "checkout_changed",
+        "constraint_failed",
+        "overfit",
+        "awaiting_approval",
+        "rejected",
+        "rework",
     ]
     assert Status("keep") is Status.KEEP and Status.KEEP == "keep"
 

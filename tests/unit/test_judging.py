@@ -1,0 +1,244 @@
+"""Judging beyond one number, on a real campaign: secondary metrics and constraints, a
+composite score, simplicity, guard rework. The proposer is scripted; its changes have
+known effects on two metrics (latency, the primary, and memory)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.config import load_campaign
+from autoresearch.engine import Engine
+from autoresearch.executors import LocalExecutor
+from autoresearch.ledger import Ledger
+from autoresearch.proposers.base import Proposal
+from autoresearch.replay import replay
+from campaigns import campaign_toml
+from conftest import make_repo
+from unit.memory import Edit, ScriptedProposer
+
+PY = sys.executable
+BENCH = (
+    "import app\n"
+    "print(f'METRIC latency_ms={app.LATENCY}')\n"
+    "print(f'METRIC mem_mb={app.MEM}')\n"
+    "print(f'METRIC acc={app.ACC}')\n"
+)
+FILLER = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(6))
+APP = f"LATENCY = 100\nMEM = 100\nACC = 0.9\nOK = True\n\n\n{FILLER}"
+
+
+def campaign(tmp_path: Path, **overrides: Any) -> Path:
+    config = campaign_toml(
+        **{
+            "scope": ["app.py"],
+            "harness": ["bench.py"],
+            "metric.command": f"{PY} bench.py",
+            "metric.pattern": None,
+            "metric.name": "latency_ms",
+            "metric.target": None,
+            "metric.timeout": 30,
+            "guard.command": f"{PY} -c 'import app; assert app.OK, \"app.OK is false\"'",
+            "sandbox.isolation": "none",
+            "stop.max_iterations": 10,
+            **overrides,
+        }
+    )
+    return make_repo(
+        tmp_path / "repo", {"app.py": APP, "bench.py": BENCH, "autoresearch.toml": config}
+    )
+
+
+def with_metrics(path: Path, text: str) -> None:
+    """Append [[metrics]] tables (tomlkit cannot add arrays of tables by dotted keys)."""
+    config = path / "autoresearch.toml"
+    config.write_text(config.read_text() + "\n" + text)
+    from autoresearch.testing.repo import git
+
+    git(path, "commit", "-qam", "metrics")
+
+
+def setting(**values: Any) -> Edit:
+    """Set module-level values of app.py."""
+
+    def edit(workspace: Path) -> Proposal:
+        path = workspace / "app.py"
+        lines = path.read_text().splitlines()
+        out = []
+        for line in lines:
+            name = line.split(" =", 1)[0]
+            out.append(f"{name} = {values[name]!r}" if name in values else line)
+        path.write_text("\n".join(out) + "\n")
+        return Proposal(description=", ".join(f"{k}={v}" for k, v in values.items()))
+
+    return edit
+
+
+def drop_helpers(workspace: Path) -> Proposal:
+    path = workspace / "app.py"
+    path.write_text(path.read_text().split("def helper_0")[0])
+    return Proposal(description="remove unused helpers")
+
+
+def add_lines(count: int, **values: Any) -> Edit:
+    def edit(workspace: Path) -> Proposal:
+        setting(**values)(workspace)
+        path = workspace / "app.py"
+        extra = "".join(f"X_{i} = {i}\n" for i in range(count))
+        path.write_text(path.read_text() + extra)
+        return Proposal(description=f"{count} more lines")
+
+    return edit
+
+
+def nothing(workspace: Path) -> Proposal:
+    return Proposal(description="no fix")
+
+
+def run(repo: Path, *edits: Edit, **kwargs: Any) -> tuple[list[AttemptRecord], ScriptedProposer]:
+    proposer = ScriptedProposer(*edits)
+    engine = Engine(
+        load_campaign(repo),
+        proposer=proposer,  # type: ignore[arg-type]
+        executor=LocalExecutor(),
+        max_iterations=len(edits),
+        **kwargs,
+    )
+    engine.run()
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    campaign = load_campaign(repo)
+    rule = campaign.config.decision.to_rule()
+    # verify re-derives every verdict
+    assert replay(records, rule, str(campaign.config.metric.direction)) == []
+    return records, proposer
+
+
+MEM_NO_REGRESS = """
+[[metrics]]
+name = "mem_mb"
+direction = "minimize"
+no_regress = "10%"
+"""
+
+
+def test_a_speedup_that_doubles_memory_fails_its_constraint(tmp_path: Path) -> None:
+    repo = campaign(tmp_path)
+    with_metrics(repo, MEM_NO_REGRESS)
+    records, _ = run(
+        repo, setting(LATENCY=80, MEM=200), setting(LATENCY=90, MEM=105), setting(LATENCY=85)
+    )
+    assert [r.status for r in records] == [
+        Status.BASELINE,
+        Status.CONSTRAINT_FAILED,
+        Status.KEEP,
+        Status.KEEP,
+    ]
+    failed = records[1]
+    assert failed.reason is not None
+    assert "mem_mb" in failed.reason and "no_regress 10%" in failed.reason
+    assert failed.metrics is not None and failed.metrics["mem_mb"]["value"] == 200
+    assert records[0].metrics == {"mem_mb": {"value": 100.0, "samples": [100.0]}}
+    # the branch holds the kept versions only: memory stayed within bounds
+    assert records[-1].metric == 85
+
+
+def test_max_and_min_bounds_name_the_metric_and_the_bound(tmp_path: Path) -> None:
+    repo = campaign(tmp_path)
+    with_metrics(
+        repo,
+        '[[metrics]]\nname = "mem_mb"\nmax = 150\n\n[[metrics]]\nname = "acc"\nmin = 0.85\n',
+    )
+    records, _ = run(repo, setting(LATENCY=80, MEM=151), setting(LATENCY=80, ACC=0.8))
+    statuses = [r.status for r in records]
+    assert statuses == [Status.BASELINE, Status.CONSTRAINT_FAILED, Status.CONSTRAINT_FAILED]
+    assert records[1].reason == "mem_mb 151 > max 150"
+    assert records[2].reason == "acc 0.8 < min 0.85"
+
+
+def test_a_composite_score_with_a_hard_gate(tmp_path: Path) -> None:
+    repo = campaign(
+        tmp_path,
+        **{
+            "metric.name": None,
+            "metric.direction": "maximize",
+            "metric.score": "(mem_mb <= 150) * (100*acc - latency_ms/10)",
+        },
+    )
+    records, _ = run(
+        repo,
+        setting(ACC=0.95),  # 95 - 10 = 85 > 80: keep
+        setting(ACC=0.99, MEM=300),  # the gate zeroes it: discard
+        setting(LATENCY=50),  # 95 - 5 = 90: keep
+    )
+    assert [r.status for r in records] == [
+        Status.BASELINE,
+        Status.KEEP,
+        Status.DISCARD,
+        Status.KEEP,
+    ]
+    assert records[0].metric == 80.0
+    assert records[2].metric == 0.0
+    assert records[3].metric == 90.0
+
+
+def test_simplicity_keeps_less_code_and_refuses_a_tiny_gain_bought_with_lines(
+    tmp_path: Path,
+) -> None:
+    repo = campaign(tmp_path, **{"decision.simplicity": {"lines_per_unit": 100}})
+    records, _ = run(
+        repo,
+        add_lines(60, LATENCY=99.9),  # 0.1% better, 62 changed lines: needs 0.62%
+        drop_helpers,  # the same latency, 24 lines fewer
+        add_lines(3, LATENCY=99.9),  # 0.1% better, 4 lines: needs 0.04%
+        setting(LATENCY=100.5),  # worse: not a simplification (adds nothing, removes nothing)
+    )
+    assert [r.status for r in records] == [
+        Status.BASELINE,
+        Status.DISCARD,
+        Status.KEEP,
+        Status.KEEP,
+        Status.DISCARD,
+    ]
+    assert "does not pay for 62 changed lines (+61/-1)" in str(records[1].reason)
+    assert str(records[2].reason).startswith("simplification: removes 24 lines net")
+    assert records[2].lines == {
+        "added": 0,
+        "removed": 24,
+        "lines_per_unit": 100,
+        "percent": True,
+    }
+    assert records[3].metric == 99.9
+
+
+def test_a_guard_failure_goes_back_to_the_proposer_and_a_second_try_fixes_it(
+    tmp_path: Path,
+) -> None:
+    repo = campaign(tmp_path, **{"guard.rework": 2})
+    records, proposer = run(
+        repo,
+        setting(LATENCY=80, OK=False),
+        nothing,  # try 1: no fix
+        setting(OK=True),  # try 2 fixes it, on top of the candidate
+        setting(LATENCY=70, OK=False),
+        nothing,
+        nothing,
+    )
+    statuses = [r.status for r in records]
+    assert statuses == [
+        Status.BASELINE,
+        Status.REWORK,
+        Status.REWORK,
+        Status.KEEP,
+        Status.REWORK,
+        Status.REWORK,
+        Status.GUARD_FAILED,
+    ]
+    assert [r.rework_of for r in records] == [None, None, 1, 2, None, 4, 5]
+    assert "sent back for rework (2 left)" in str(records[1].reason)
+    assert records[3].metric == 80  # the fix kept the improvement
+    # the try saw the guard's output and started from the candidate
+    assert "app.OK is false" in proposer.contexts[1].prompt
+    assert "Rework 2 of 2" in proposer.contexts[2].prompt
+    assert records[-1].metric == 70 and records[-1].best == 80
