@@ -22,6 +22,7 @@ from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.holdout import Holdout
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import (
@@ -190,6 +191,10 @@ class Engine:
             lambda a, b: self.workspace.git.run("diff", "--numstat", "--no-renames", a, b),
             unattended=self.unattended,
         )
+        self.holdout = Holdout(self.campaign, self.evaluator, start) if self.cfg.holdout else None
+        if self.holdout is not None:
+            self.holdout.load(self.records)
+            self.review.holdout = self.holdout.check
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -200,6 +205,12 @@ class Engine:
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
         evaluator = getattr(self, "evaluator", None)  # none when stopped before it opened
+        holdout = getattr(self, "holdout", None)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        if holdout is not None and settled and self.records and self.records[0].commit:
+            final = holdout.final(self.incumbent.commit, self.records[0].commit)
+            if final is not None:
+                self.state.update(holdout=final)
         if evaluator is not None:
             evaluator.discard()
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())

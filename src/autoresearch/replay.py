@@ -190,6 +190,8 @@ def _verdict(record: AttemptRecord, fed: Fed, rule: Rule, simpler: bool = False)
         expected = DECIDED.get(status)
         if status is Status.TAMPERED:
             expected = Verdict.KEEP  # complete samples: the guard found the judge edited
+        if status is Status.CRASH and (record.holdout or {}).get("error"):
+            expected = Verdict.KEEP  # the rule kept it; the holdout then failed to run
         if expected is None:
             return [f"recorded {status}, but its samples are complete: the rule gives {decided}"]
         if fed.outcome is not expected and not (simpler and fed.outcome is Verdict.DISCARD):

@@ -16,7 +16,9 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.errors import ConfigError
+from autoresearch.holdout import holdout_gain
 from autoresearch.ledger import Ledger, StateFile
+from autoresearch.metrics import shown
 from autoresearch.render import gain, gain_text, printable, signed
 from autoresearch.summary import summarize
 
@@ -207,16 +209,17 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
     lines += [
         "## Kept changes, by gain",
         "",
-        "| # | metric | gain | delta | description |",
-        "|---|---|---|---|---|",
+        "| # | metric | gain | delta | holdout gain | metrics | description |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in data["kept"]:
         lines.append(
             f"| {r.iteration} | {_num(r.metric)} | {signed(gain(r.delta, direction))} | "
-            f"{signed(r.delta)} | {md_text(r.description)} |"
+            f"{signed(r.delta)} | {holdout_gain(r)} | {md_text(shown(r.metrics))} | "
+            f"{md_text(r.description)} |"
         )
     if not data["kept"]:
-        lines.append("| - | - | - | - | nothing was kept |")
+        lines.append("| - | - | - | - | - | - | nothing was kept |")
     lines += ["", "## Failures, by kind", ""]
     if not data["failures"]:
         lines.append("none")
@@ -256,7 +259,8 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
         f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
         f"<td>{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
         f"<td>{esc(signed(gain(r.delta, direction)))}</td>"
-        f"<td>{esc(signed(r.delta))}</td><td>{esc(printable(r.description))}</td>"
+        f"<td>{esc(signed(r.delta))}</td><td>{esc(holdout_gain(r))}</td>"
+        f"<td>{esc(shown(r.metrics))}</td><td>{esc(printable(r.description))}</td>"
         f"<td>{esc(printable(r.reason or ''))}</td></tr>"
         for r in data["records"]
     )
@@ -294,7 +298,7 @@ stop reason: {esc(str(s.get("stop_reason")))}</p>
 {image}
 <h2>Attempts</h2>
 <table><tr><th>#</th><th>status</th><th>metric</th><th>gain</th><th>delta</th>
-<th>description</th><th>reason</th></tr>{rows}</table>
+<th>holdout gain</th><th>metrics</th><th>description</th><th>reason</th></tr>{rows}</table>
 <script type="application/json" id="summary">{summary}</script>
 </body></html>
 """

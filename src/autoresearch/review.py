@@ -91,7 +91,11 @@ class Review:
             overfit, holdout, spent = self.holdout(iteration, commit, incumbent.commit)
             seconds += spent
             if overfit is not None:
-                status = Status.TAMPERED if overfit.startswith("tampered:") else Status.OVERFIT
+                status = Status.OVERFIT
+                if overfit.startswith("tampered: "):
+                    status, overfit = Status.TAMPERED, overfit.removeprefix("tampered: ")
+                elif holdout is not None and "error" in holdout:
+                    status = Status.CRASH  # the holdout could not say: nothing is kept
                 return Judged(status, overfit, measured, seconds, recorded, holdout)
         critical = self._critical(files)
         if critical:

@@ -4,6 +4,7 @@ known effects on two metrics (latency, the primary, and memory)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,72 @@ def test_a_guard_failure_goes_back_to_the_proposer_and_a_second_try_fixes_it(
     assert "app.OK is false" in proposer.contexts[1].prompt
     assert "Rework 2 of 2" in proposer.contexts[2].prompt
     assert records[-1].metric == 70 and records[-1].best == 80
+
+
+MODEL = "def predict(x):\n    return 2 * x + 1\n"
+VISIBLE = (
+    "import app\n"
+    "cases = [1, 2, 3]\n"
+    "print(f'score: {sum(abs(app.predict(x) - 2 * x) for x in cases) / len(cases)}')\n"
+)
+UNSEEN = (
+    "import sys\n"
+    "sys.path.insert(0, '.')\n"
+    "import app\n"
+    "cases = [int(v) for v in open('holdout/data.txt').read().split()]\n"
+    "print(sum(abs(app.predict(x) - 2 * x) for x in cases) / len(cases))\n"
+)
+
+
+def set_model(body: str) -> Edit:
+    def edit(workspace: Path) -> Proposal:
+        assert not (workspace / "holdout").exists()  # the proposer never sees it
+        (workspace / "app.py").write_text(f"def predict(x):\n    {body}\n")
+        return Proposal(description=body)
+
+    return edit
+
+
+def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
+    tmp_path: Path,
+) -> None:
+    config = campaign_toml(
+        **{
+            "scope": ["app.py"],
+            "harness": ["bench.py"],
+            "metric.command": f"{PY} bench.py",
+            "metric.target": None,
+            "guard": None,
+            "sandbox.isolation": "none",
+            "holdout.command": f"{PY} holdout/bench.py",
+            "holdout.files": ["holdout/**"],
+        }
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "app.py": MODEL,
+            "bench.py": VISIBLE,
+            "autoresearch.toml": config,
+            ".gitignore": "holdout/\n",
+        },
+    )
+    (repo / "holdout").mkdir()
+    (repo / "holdout" / "bench.py").write_text(UNSEEN)
+    (repo / "holdout" / "data.txt").write_text("4 5 6 7\n")
+    records, proposer = run(
+        repo,
+        set_model("return {1: 2, 2: 4, 3: 6}.get(x, 0)"),  # memorises the visible cases
+        set_model("return 2 * x"),
+    )
+    assert [r.status for r in records] == [Status.BASELINE, Status.OVERFIT, Status.KEEP]
+    assert "worse on unseen data" in str(records[1].reason)
+    assert records[1].holdout is not None and records[1].holdout["value"] == 11.0
+    assert records[1].holdout["incumbent"] == 1.0
+    assert records[2].holdout == {"value": 0.0, "samples": [0.0], "incumbent": 1.0, "gain": 1.0}
+    for ctx in proposer.contexts:
+        assert "holdout" not in ctx.prompt
+    state = json.loads((repo / ".autoresearch" / "toy" / "state.json").read_text())
+    assert state["holdout"] == {"best": 0.0, "baseline": 1.0, "gain": 1.0}
+    # nothing of the holdout was left in the measurement folder
+    assert not (repo / ".autoresearch" / "toy" / "measure" / "holdout").exists()
