@@ -167,6 +167,7 @@ class AttemptRecord:
     lines: dict[str, Any] | None = None
     holdout: dict[str, Any] | None = None  # {value, incumbent, gain}: the unseen check
     rework_of: int | None = None  # the attempt whose candidate this try fixes
+    approval_of: int | None = None  # the parked attempt this record decides
     closed: bool = False
     delta: float | None = None
     best: float | None = None
@@ -233,6 +234,7 @@ class AttemptRecord:
             lines=take("lines"),
             holdout=take("holdout"),
             rework_of=_opt_int(take("rework_of")),
+            approval_of=_opt_int(take("approval_of")),
             closed=closed,
             delta=_opt_float(take("delta")),
             best=_opt_float(take("best")),
@@ -278,6 +280,7 @@ class AttemptRecord:
             ("lines", self.lines),
             ("holdout", self.holdout),
             ("rework_of", self.rework_of),
+            ("approval_of", self.approval_of),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

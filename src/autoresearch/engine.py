@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoresearch import rework as reworks
+from autoresearch.approval import merged_tree
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.errors import WorkspaceHijacked
@@ -86,6 +87,7 @@ class Engine:
         max_iterations: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         unattended: bool = False,
+        approve: AttemptRecord | None = None,
     ) -> None:
         self.campaign = campaign
         self.cfg = campaign.config
@@ -109,6 +111,7 @@ class Engine:
         self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
         self.rework: reworks.Rework | None = None  # a candidate sent back to its proposer
         self.unattended = unattended
+        self.approve = approve  # a parked candidate to re-check against the best (approval.py)
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -143,6 +146,9 @@ class Engine:
                 failure = self._baseline()
                 if failure:
                     return self._finish(StopReason.BASELINE_FAILED, EXIT_FAILED, failure)
+            if self.approve is not None:
+                self._approved(self.approve)
+                return self._finish(StopReason.MAX_ITERATIONS, EXIT_OK)
             while (stop := self._stop_reason()) is None:
                 record = self._attempt(self._last_iteration() + 1)
                 if record.status.halts:
@@ -158,6 +164,13 @@ class Engine:
         except Interrupted as exc:
             code = EXIT_INTERRUPTED if exc.signum == signal.SIGINT else 128 + exc.signum
             return self._finish(StopReason.INTERRUPTED, code)
+
+    def _approved(self, parked: AttemptRecord) -> AttemptRecord:
+        """Measure a parked candidate's change on top of the current best, as one attempt."""
+        tree = merged_tree(self.campaign.root, parked, self.incumbent.commit)
+        self.pending = replace(parked, commit=tree)
+        self.review.approved = True
+        return self._attempt(self._last_iteration() + 1, approval_of=parked.iteration)
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
@@ -259,7 +272,7 @@ class Engine:
 
     # -- one attempt --------------------------------------------------------------------
 
-    def _attempt(self, iteration: int) -> AttemptRecord:
+    def _attempt(self, iteration: int, approval_of: int | None = None) -> AttemptRecord:
         began, before = self.clock(), self.incumbent
         self.logs.mkdir(parents=True, exist_ok=True)
         self.state.update(in_flight=iteration, in_flight_record=None)
@@ -273,8 +286,16 @@ class Engine:
                 steps = replace(steps, rework_of=rework.of if rework else None)
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
+                if approval_of is not None:
+                    note = f"approved: attempt {approval_of}'s change, re-checked on the best"
                 proposal, seconds, watch = self._replay(pending)
-            steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
+            steps = replace(
+                steps,
+                proposal=proposal,
+                propose_seconds=seconds,
+                note=note,
+                approval_of=approval_of,
+            )
             collected = self._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
             if collected.commit is not None:  # a kill from here on must not lose it

@@ -56,6 +56,7 @@ class Steps:
     outcome: Screened | Judged = NOT_FINISHED
     note: str | None = None  # how the candidate came about, when not from the proposer
     rework_of: int | None = None  # the attempt whose candidate this try fixes
+    approval_of: int | None = None  # the parked attempt an approval re-checks
 
 
 def attempt_record(
@@ -90,6 +91,7 @@ def attempt_record(
         lines=outcome.lines if isinstance(outcome, Judged) else None,
         holdout=outcome.holdout if isinstance(outcome, Judged) else None,
         rework_of=steps.rework_of,
+        approval_of=steps.approval_of,
         closed=True,
         delta=None if metric is None or before.metric is None else metric - before.metric,
         best=after.metric,

@@ -312,3 +312,106 @@ def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
     assert state["holdout"] == {"best": 0.0, "baseline": 1.0, "gain": 1.0}
     # nothing of the holdout was left in the measurement folder
     assert not (repo / ".autoresearch" / "toy" / "measure" / "holdout").exists()
+
+
+PAY_BENCH = "import app, pay\nprint(f'METRIC latency_ms={app.LATENCY + pay.FEE}')\n"
+
+
+def critical(tmp_path: Path) -> Path:
+    config = campaign_toml(
+        **{
+            "scope": ["app.py", "pay.py"],
+            "harness": ["bench.py"],
+            "metric.command": f"{PY} bench.py",
+            "metric.pattern": None,
+            "metric.name": "latency_ms",
+            "metric.target": None,
+            "guard": None,
+            "sandbox.isolation": "none",
+            "approval.paths": ["pay.py"],
+        }
+    )
+    return make_repo(
+        tmp_path / "repo",
+        {
+            "app.py": "LATENCY = 100\n",
+            "pay.py": "FEE = 10\n",
+            "bench.py": PAY_BENCH,
+            "autoresearch.toml": config,
+        },
+    )
+
+
+def set_fee(value: int) -> Edit:
+    def edit(workspace: Path) -> Proposal:
+        (workspace / "pay.py").write_text(f"FEE = {value}\n")
+        return Proposal(description=f"fee {value}")
+
+    return edit
+
+
+def test_a_change_to_a_critical_path_waits_for_approval_and_is_rechecked(
+    tmp_path: Path,
+) -> None:
+    from autoresearch.approval import ApprovalError, ApprovedChange, parked, reject
+
+    repo = critical(tmp_path)
+    records, _ = run(repo, set_fee(5), setting(LATENCY=90), set_fee(1))
+    assert [r.status for r in records] == [
+        Status.BASELINE,
+        Status.AWAITING_APPROVAL,
+        Status.KEEP,
+        Status.AWAITING_APPROVAL,
+    ]
+    assert "pay.py" in str(records[1].reason) and records[2].metric == 100
+    campaign = load_campaign(repo)
+    # approving #1 measures its change on top of the current best (#2): 90 + 5 < 100
+    engine = Engine(campaign, proposer=ApprovedChange(), approve=parked(records, 1))  # type: ignore[arg-type]
+    engine.run()
+    approved = engine.records[-1]
+    assert (approved.status, approved.approval_of, approved.metric) == (Status.KEEP, 1, 95)
+    assert approved.note is not None and approved.note.startswith("approved")
+    # a person turns #3 down; it cannot be decided twice
+    rejected = reject(campaign, 3, "fees are set by finance")
+    assert (rejected.status, rejected.reason, rejected.approval_of) == (
+        Status.REJECTED,
+        "fees are set by finance",
+        3,
+    )
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    try:
+        parked(records, 3)
+    except ApprovalError as exc:
+        assert "decided already" in str(exc)
+    else:
+        raise AssertionError("a decided attempt was offered again")
+    assert replay(records, campaign.config.decision.to_rule(), "minimize") == []
+
+
+def test_unattended_runs_reject_critical_changes_with_the_reason(tmp_path: Path) -> None:
+    repo = critical(tmp_path)
+    records, _ = run(repo, set_fee(5), setting(LATENCY=90), unattended=True)
+    assert [r.status for r in records] == [Status.BASELINE, Status.REJECTED, Status.KEEP]
+    assert "unattended" in str(records[1].reason) and "pay.py" in str(records[1].reason)
+
+
+def test_approve_and_reject_on_the_command_line(tmp_path: Path, invoke: Any) -> None:
+    repo = critical(tmp_path)
+    records, _ = run(repo, set_fee(5), set_fee(1), set_fee(7))
+    assert [r.status for r in records][1:] == [Status.AWAITING_APPROVAL] * 3
+    kept = invoke(repo, "approve", "2")
+    assert kept.returncode == 0, kept.stderr
+    assert "attempt 2 approved: re-checked as attempt 4, keep" in kept.stdout
+    # #1 changed pay.py as #2 did: it no longer applies on top of the new best
+    conflict = invoke(repo, "approve", "1")
+    assert conflict.returncode == 2 and "both changed pay.py" in conflict.stderr
+    refused = invoke(repo, "reject", "3", "--reason", "not now")
+    assert refused.returncode == 0 and "attempt 3 rejected" in refused.stdout
+    again = invoke(repo, "reject", "3")
+    assert again.returncode == 2 and "decided already" in again.stderr
+    missing = invoke(repo, "approve", "99")
+    assert missing.returncode == 2 and "no attempt 99" in missing.stderr
+    log = invoke(repo, "log")
+    assert "awaiting_approval" in log.stdout and "rejected" in log.stdout
+    verify = invoke(repo, "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
