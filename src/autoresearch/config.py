@@ -75,7 +75,6 @@ class MetricConfig(_Strict):
 
     @model_validator(mode="after")
     def _sources(self) -> MetricConfig:
-        check_score(self.score)
         if self.score is not None and (self.file or self.name or self.pattern or self.key):
             raise ValueError(
                 "'score' computes the metric from named values; drop 'file', "
@@ -92,6 +91,11 @@ class MetricConfig(_Strict):
         if self.name is not None and not re.fullmatch(r"[\w.\-/]+", self.name):
             raise ValueError("'name' must be a metric name like 'loss' or 'val.acc'")
         return self
+
+    @field_validator("score")
+    @classmethod
+    def _score(cls, value: str | None) -> str | None:
+        return check_score(value)
 
     @field_validator("pattern")
     @classmethod
