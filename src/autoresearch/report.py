@@ -158,12 +158,15 @@ def gather(state_dir: Path) -> dict[str, Any]:
     for record in records:
         if record.status.is_failure:
             failures[record.status].append(record)
+    refused = [r for r in records if r.status.rule_kept or r.status is Status.REJECTED]
     fingerprint = state.get("fingerprint") or {}
     return {
         "summary": summary,
         "records": records,
         "kept": kept,
         "failures": dict(failures),
+        "refused": refused,  # better by the rule, refused by a later check (review.py)
+        "holdout": state.get("holdout"),  # the final best on the holdout (holdout.py)
         "environment": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
@@ -220,6 +223,22 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         )
     if not data["kept"]:
         lines.append("| - | - | - | - | - | - | nothing was kept |")
+    final = data.get("holdout")
+    if isinstance(final, dict):
+        best = s.get("best")
+        base = s.get("baseline")
+        primary = None if best is None or base is None else gain(best - base, direction)
+        lines += [
+            "",
+            f"Primary gain {signed(primary)}; holdout gain {signed(final.get('gain'))} "
+            f"({_num(final.get('baseline'))} -> {_num(final.get('best'))}), the final best "
+            "against the baseline on data the proposer never saw.",
+        ]
+    if data.get("refused"):
+        lines += ["", "## Better, but refused", ""]
+        for r in data["refused"]:
+            reason = md_text((r.reason or "")[:200])
+            lines.append(f"- #{r.iteration} {r.status} {md_text(r.description)}: {reason}")
     lines += ["", "## Failures, by kind", ""]
     if not data["failures"]:
         lines.append("none")

@@ -312,6 +312,13 @@ def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
     assert state["holdout"] == {"best": 0.0, "baseline": 1.0, "gain": 1.0}
     # nothing of the holdout was left in the measurement folder
     assert not (repo / ".autoresearch" / "toy" / "measure" / "holdout").exists()
+    # the report puts the primary and the holdout gains side by side
+    from autoresearch.report import write_report
+
+    text = write_report(repo / ".autoresearch" / "toy").markdown.read_text()
+    assert "Primary gain +1; holdout gain +1 (1 -> 0)" in text
+    assert "| 2 | 0 | +1 | -1 | +1 |" in text  # the kept row: gain, delta, holdout gain
+    assert "#1 overfit" in text
 
 
 PAY_BENCH = "import app, pay\nprint(f'METRIC latency_ms={app.LATENCY + pay.FEE}')\n"
