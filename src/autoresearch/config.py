@@ -492,6 +492,11 @@ def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
             "number (or configure a [judge])."
         )
     if metric.command is None:
+        if config.metrics or metric.score:
+            raise ConfigError(
+                f"{source}: key 'metrics': secondary metrics and 'metric.score' are read from "
+                "the metric command's output; add 'metric.command' or remove them."
+            )
         if metric.direction == "minimize":
             raise ConfigError(
                 f"{source}: key 'metric.direction': the judge's score (0-100) is maximized; "

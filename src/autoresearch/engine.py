@@ -387,7 +387,8 @@ class Engine:
         )
         if measured.failure:
             return Judged(Status(measured.failure), measured.reason, measured)
-        limit = self.cfg.guard.rework if self.cfg.guard else 0
+        # An approved change is re-checked as it stands: no rework for it.
+        limit = self.cfg.guard.rework if self.cfg.guard and not self.review.approved else 0
         return self.review.judge(
             iteration,
             collected.commit,

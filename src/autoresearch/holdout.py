@@ -85,11 +85,22 @@ class Holdout:
                     f"{source}: key 'holdout.files': {rel} is committed, so the proposer would "
                     "see it; keep holdout files untracked (list them in .gitignore)."
                 )
+        untracked = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--others", "-z"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split("\0")
         found = []
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root).as_posix()
-            if rel.startswith((".git/", ".autoresearch/")) or not path.is_file():
+        for rel in sorted(untracked):
+            path = root / rel
+            if not rel or rel.startswith(".autoresearch/") or not path.is_file():
                 continue
+            if path.is_symlink():
+                raise ConfigError(
+                    f"{source}: key 'holdout.files': {rel} is a symbolic link; holdout files "
+                    "must be regular files in the checkout."
+                )
             if matcher.matches(rel):
                 if scope.matches(rel):
                     raise ConfigError(

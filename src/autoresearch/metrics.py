@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from autoresearch.attempt import Status
 from autoresearch.criteria import SecondaryMetric
 from autoresearch.decide import estimate, gain, pooled_noise, t_quantile
+from autoresearch.executors.base import Measurement
 from autoresearch.expression import Expression, ExpressionError
 from autoresearch.readout import (
     METRIC_LINE,
@@ -179,3 +181,18 @@ def shown(field: Mapping[str, Any] | None, limit: int = 4) -> str:
             parts.append(f"{name}={float(entry['value']):.4g}")
     more = f" +{len(parts) - limit}" if len(parts) > limit else ""
     return " ".join(parts[:limit]) + more
+
+
+def checked_readings(
+    readings: Readings, measured: Measurement, folder: Path, budget: float
+) -> Measurement:
+    """A `check` run with the secondary metrics read and the composite computed: a metric
+    that cannot be read is a crash there as it would be in the campaign."""
+    if not readings or not measured.ok:
+        return measured
+    try:
+        values = readings.read(measured.stdout_path, folder, budget)
+        value = readings.composite(values) if readings.score is not None else measured.value
+    except MetricParseError as exc:
+        return replace(measured, outcome=Status.CRASH, value=None, reason=f"metric {exc}")
+    return replace(measured, value=value)

@@ -422,3 +422,23 @@ def test_approve_and_reject_on_the_command_line(tmp_path: Path, invoke: Any) -> 
     assert "awaiting_approval" in log.stdout and "rejected" in log.stdout
     verify = invoke(repo, "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_check_computes_the_composite_and_reads_the_secondary_metrics(
+    tmp_path: Path, invoke: Any
+) -> None:
+    repo = campaign(
+        tmp_path,
+        **{
+            "metric.name": None,
+            "metric.direction": "maximize",
+            "metric.score": "100*acc - latency_ms/10",
+            "proposer.command": "true",
+        },
+    )
+    ran = invoke(repo, "check", "--offline")
+    assert "80" in ran.stdout, ran.stdout + ran.stderr
+    with_metrics(repo, '[[metrics]]\nname = "disk_mb"\n')
+    ran = invoke(repo, "check", "--offline")
+    assert ran.returncode == 1
+    assert "metric 'disk_mb' printed no 'METRIC disk_mb=...' line" in ran.stdout + ran.stderr
