@@ -442,3 +442,21 @@ def test_check_computes_the_composite_and_reads_the_secondary_metrics(
     ran = invoke(repo, "check", "--offline")
     assert ran.returncode == 1
     assert "metric 'disk_mb' printed no 'METRIC disk_mb=...' line" in ran.stdout + ran.stderr
+
+
+def test_a_resumed_campaign_holds_constraints_against_the_kept_samples(tmp_path: Path) -> None:
+    repo = campaign(tmp_path)
+    with_metrics(repo, MEM_NO_REGRESS)
+    records, _ = run(repo, setting(LATENCY=90, MEM=80))
+    assert records[-1].status is Status.KEEP
+    # a new engine reads the incumbent's memory (80) from the ledger: 95 is 19% worse
+    engine = Engine(
+        load_campaign(repo),
+        proposer=ScriptedProposer(setting(LATENCY=85, MEM=95)),  # type: ignore[arg-type]
+        executor=LocalExecutor(),
+        max_iterations=2,
+    )
+    engine.run()
+    last = engine.records[-1]
+    assert last.status is Status.CONSTRAINT_FAILED
+    assert "95 vs the incumbent's 80" in str(last.reason)
