@@ -168,7 +168,7 @@ def _simplification(record: AttemptRecord, reference: Sequence[float], book: Sam
     """A keep the rule did not find better stands when it removed code (its recorded
     diff size) and its samples equal the incumbent's within noise."""
     lines = record.lines or {}
-    if record.status is not Status.KEEP or not lines:
+    if not lines:  # a keep, or a simplification a later check refused
         return False
     if int(lines.get("removed", 0)) <= int(lines.get("added", 0)):
         return False

@@ -460,3 +460,16 @@ def test_a_resumed_campaign_holds_constraints_against_the_kept_samples(tmp_path:
     last = engine.records[-1]
     assert last.status is Status.CONSTRAINT_FAILED
     assert "95 vs the incumbent's 80" in str(last.reason)
+
+
+def test_a_simplification_still_meets_the_guard_and_verify_follows_it(tmp_path: Path) -> None:
+    repo = campaign(tmp_path, **{"decision.simplicity": True})
+
+    def simpler_but_broken(workspace: Path) -> Proposal:
+        drop_helpers(workspace)
+        setting(OK=False)(workspace)
+        return Proposal(description="remove helpers, break OK")
+
+    records, _ = run(repo, simpler_but_broken, drop_helpers)
+    assert [r.status for r in records] == [Status.BASELINE, Status.GUARD_FAILED, Status.KEEP]
+    assert str(records[2].reason).startswith("simplification")
