@@ -14,6 +14,7 @@ contradicts - worse than the incumbent beyond its noise and `min_delta` - is `ov
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -79,6 +80,13 @@ class Holdout:
             text=True,
             check=False,
         ).stdout.splitlines()
+        # ... or about to be: tracked in the checkout, the next campaign would commit it
+        tracked += subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--cached", "-z"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split("\0")
         for rel in tracked:
             if matcher.matches(rel):
                 raise ConfigError(
@@ -121,7 +129,27 @@ class Holdout:
         return found
 
     def load(self, records: Sequence[AttemptRecord]) -> None:
-        """The holdout samples the ledger holds (a resumed campaign)."""
+        """The holdout samples the ledger holds (a resumed campaign). Its samples were taken
+        on the holdout files as they were: a resume with other files is refused."""
+        digests = self.campaign.state_dir / "holdout.json"
+        if records and digests.is_file():
+            try:
+                before = json.loads(digests.read_text())
+            except (OSError, ValueError):
+                before = None
+            if before != self.digests:
+                changed = sorted(
+                    set(before or {}) ^ set(self.digests)
+                    | {k for k in self.digests if (before or {}).get(k) != self.digests[k]}
+                )
+                raise ConfigError(
+                    f"{self.campaign.display_path()}: key 'holdout.files': "
+                    f"{', '.join(changed[:3]) or 'the files'} changed since the campaign started, "
+                    "so its holdout numbers no longer compare; restore them or start a new "
+                    "campaign (another name)."
+                )
+        digests.parent.mkdir(parents=True, exist_ok=True)
+        digests.write_text(json.dumps(self.digests, sort_keys=True))
         for record in records:
             data = record.holdout or {}
             if record.commit and isinstance(data.get("samples"), list):

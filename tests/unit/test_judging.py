@@ -473,3 +473,66 @@ def test_a_simplification_still_meets_the_guard_and_verify_follows_it(tmp_path: 
     records, _ = run(repo, simpler_but_broken, drop_helpers)
     assert [r.status for r in records] == [Status.BASELINE, Status.GUARD_FAILED, Status.KEEP]
     assert str(records[2].reason).startswith("simplification")
+
+
+def test_the_holdout_files_changed_between_runs_are_refused(tmp_path: Path) -> None:
+    from autoresearch.errors import ConfigError
+
+    config = campaign_toml(
+        **{
+            "scope": ["app.py"],
+            "harness": ["bench.py"],
+            "metric.command": f"{PY} bench.py",
+            "metric.target": None,
+            "guard": None,
+            "sandbox.isolation": "none",
+            "holdout.command": f"{PY} holdout/bench.py",
+            "holdout.files": ["holdout/**"],
+        }
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "app.py": MODEL,
+            "bench.py": VISIBLE,
+            "autoresearch.toml": config,
+            ".gitignore": "holdout/\n",
+        },
+    )
+    (repo / "holdout").mkdir()
+    (repo / "holdout" / "bench.py").write_text(UNSEEN)
+    (repo / "holdout" / "data.txt").write_text("4 5 6 7\n")
+    run(repo, set_model("return 2 * x"))
+    (repo / "holdout" / "data.txt").write_text("4 5 6 8\n")
+    engine = Engine(
+        load_campaign(repo),
+        proposer=ScriptedProposer(set_model("return 2 * x + 0")),  # type: ignore[arg-type]
+        executor=LocalExecutor(),
+        max_iterations=2,
+    )
+    try:
+        engine.run()
+    except ConfigError as exc:
+        assert "holdout/data.txt changed since the campaign started" in str(exc)
+    else:
+        raise AssertionError("a resume on other holdout data was not refused")
+    # a holdout file committed to the repository is refused before anything runs
+    (repo / ".gitignore").write_text("")
+    from autoresearch.testing.repo import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "commit the holdout")
+    fresh = Engine(
+        load_campaign(repo),
+        proposer=ScriptedProposer(set_model("return 2 * x")),  # type: ignore[arg-type]
+        executor=LocalExecutor(),
+        max_iterations=1,
+    )
+    with __import__("pytest").raises(ConfigError, match="is committed, so the proposer would"):
+        fresh.run()
+
+
+def test_every_status_has_a_style_in_the_terminal_views() -> None:
+    from autoresearch.render import STATUS_STYLE
+
+    assert set(STATUS_STYLE) == set(Status)
