@@ -32,6 +32,12 @@ class Status(StrEnum):
     # The candidate's files are exactly an earlier measured attempt's: answered from the
     # ledger (the reason names that attempt), not measured again.
     DUPLICATE = "duplicate"
+    # Judged beyond the primary number (metrics.py, holdout.py, approval.py, rework.py):
+    CONSTRAINT_FAILED = "constraint_failed"  # better, but a [[metrics]] constraint broke
+    OVERFIT = "overfit"  # better, but worse on the holdout beyond its noise
+    AWAITING_APPROVAL = "awaiting_approval"  # better, touches [approval] paths: parked
+    REJECTED = "rejected"  # a parked candidate a person (or --unattended) turned down
+    REWORK = "rework"  # better, guard failed: sent back to the proposer to fix
 
     @property
     def halts(self) -> bool:
@@ -58,6 +64,10 @@ class Status(StrEnum):
             Status.DISCARD,
             Status.NO_CHANGE,
             Status.DUPLICATE,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REJECTED,
         )
 
     @property
@@ -70,6 +80,21 @@ class Status(StrEnum):
             Status.CRASH,
             Status.TIMEOUT,
             Status.GUARD_FAILED,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REWORK,
+        )
+
+    @property
+    def rule_kept(self) -> bool:
+        """The decision rule found the candidate better; something after it refused it."""
+        return self in (
+            Status.GUARD_FAILED,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.AWAITING_APPROVAL,
+            Status.REWORK,
         )
 
     @property
@@ -141,6 +166,13 @@ class AttemptRecord:
     incumbent_samples: tuple[float, ...] | None = None
     metric_runs: int | None = None
     previous_best: float | None = None
+    # {name: {value, samples, incumbent_samples}} of the [[metrics]] and a composite's names
+    metrics: dict[str, Any] | None = None
+    # {added, removed, lines_per_unit, percent}: the diff size simplicity weighed, and how
+    lines: dict[str, Any] | None = None
+    holdout: dict[str, Any] | None = None  # {value, incumbent, gain}: the unseen check
+    rework_of: int | None = None  # the attempt whose candidate this try fixes
+    approval_of: int | None = None  # the parked attempt this record decides
     closed: bool = False
     delta: float | None = None
     best: float | None = None
@@ -206,6 +238,11 @@ class AttemptRecord:
             incumbent_samples=samples("incumbent_samples"),
             metric_runs=_opt_int(take("metric_runs")),
             previous_best=_opt_float(take("previous_best")),
+            metrics=take("metrics"),
+            lines=take("lines"),
+            holdout=take("holdout"),
+            rework_of=_opt_int(take("rework_of")),
+            approval_of=_opt_int(take("approval_of")),
             closed=closed,
             delta=_opt_float(take("delta")),
             best=_opt_float(take("best")),
@@ -251,6 +288,11 @@ class AttemptRecord:
             ("previous_best", self.previous_best),
             ("hypothesis", self.hypothesis),
             ("strategy", self.strategy),
+            ("metrics", self.metrics or None),
+            ("lines", self.lines),
+            ("holdout", self.holdout),
+            ("rework_of", self.rework_of),
+            ("approval_of", self.approval_of),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

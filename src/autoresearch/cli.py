@@ -117,6 +117,11 @@ def main() -> None:
     default=None,
     help="Markdown list or JSONL of hypotheses, one tried per attempt, in order.",
 )
+@click.option(
+    "--unattended",
+    is_flag=True,
+    help="Nobody is there to approve: reject candidates touching [approval] paths at once.",
+)
 @handle_errors
 def run(
     config_path: Path | None,
@@ -124,6 +129,7 @@ def run(
     quiet: bool,
     plain: bool,
     hypotheses: Path | None,
+    unattended: bool = False,
 ) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
@@ -132,12 +138,54 @@ def run(
 
         added = queue_file(campaign, hypotheses)
         console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
-    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
+    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended)
     sys.exit(result.exit_code)
 
 
+@main.command()
+@click.argument("iteration", type=int)
+@config_option
+@handle_errors
+def approve(iteration: int, config_path: Path | None) -> None:
+    """Approve parked attempt N: its change is re-checked on top of the current best and
+    kept only if it still wins (exit 0 when kept, 1 when not)."""
+    from autoresearch.approval import ApprovedChange, parked
+
+    campaign = load_campaign(_root(), config_path)
+    record = parked(read_records(campaign.state_dir), iteration)
+    engine = Engine(campaign, proposer=ApprovedChange(), on_event=Printer(console), approve=record)
+    result = engine.run()
+    last = engine.records[-1] if engine.records else None
+    if result.exit_code or last is None or last.approval_of != iteration:
+        sys.exit(result.exit_code or 1)
+    console.print(
+        f"attempt {iteration} approved: re-checked as attempt {last.iteration}, "
+        f"{last.status}" + (f" ({safe(last.reason)})" if last.reason else "")
+    )
+    sys.exit(0 if last.status is Status.KEEP else 1)
+
+
+@main.command()
+@click.argument("iteration", type=int)
+@click.option("--reason", default=None, help="Why (recorded as the attempt's reason).")
+@config_option
+@handle_errors
+def reject(iteration: int, reason: str | None, config_path: Path | None) -> None:
+    """Reject parked attempt N: it is recorded as rejected and never kept."""
+    from autoresearch.approval import reject as reject_attempt
+
+    campaign = load_campaign(_root(), config_path)
+    record = reject_attempt(campaign, iteration, reason)
+    console.print(f"attempt {iteration} rejected (recorded as attempt {record.iteration})")
+
+
 def run_engine(
-    campaign: Campaign, max_iterations: int | None, *, quiet: bool, plain: bool
+    campaign: Campaign,
+    max_iterations: int | None,
+    *,
+    quiet: bool,
+    plain: bool,
+    unattended: bool = False,
 ) -> RunResult:
     """Run the engine with the live view on a terminal, else one line per attempt."""
     from autoresearch.tracking import make_tracker
@@ -145,7 +193,12 @@ def run_engine(
     if quiet or plain or not console.is_terminal:
         printer = Printer(console, quiet=quiet)
         tracker = make_tracker(campaign, printer)
-        engine = Engine(campaign, on_event=fan_out(printer, tracker), max_iterations=max_iterations)
+        engine = Engine(
+            campaign,
+            on_event=fan_out(printer, tracker),
+            max_iterations=max_iterations,
+            unattended=unattended,
+        )
         return engine.run()
     from autoresearch.live import LiveView
 
@@ -153,7 +206,12 @@ def run_engine(
     direction = str(campaign.config.metric.direction)
     with LiveView(console, campaign.name, direction, cap) as view:
         tracker = make_tracker(campaign, view)
-        engine = Engine(campaign, on_event=fan_out(view, tracker), max_iterations=max_iterations)
+        engine = Engine(
+            campaign,
+            on_event=fan_out(view, tracker),
+            max_iterations=max_iterations,
+            unattended=unattended,
+        )
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)
     return result

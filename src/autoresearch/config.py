@@ -20,6 +20,14 @@ from pydantic import (
     model_validator,
 )
 
+from autoresearch.criteria import (
+    ApprovalConfig,
+    HoldoutConfig,
+    SecondaryMetric,
+    SimplicityConfig,
+    check_metrics,
+    check_score,
+)
 from autoresearch.decide import Rule
 from autoresearch.errors import ConfigError
 from autoresearch.llm import ChatSettings
@@ -63,9 +71,15 @@ class MetricConfig(_Strict):
     file: str | None = None
     key: str | None = None
     name: str | None = None
+    score: str | None = None  # a composite of [[metrics]] / METRIC values (criteria.py)
 
     @model_validator(mode="after")
     def _sources(self) -> MetricConfig:
+        if self.score is not None and (self.file or self.name or self.pattern or self.key):
+            raise ValueError(
+                "'score' computes the metric from named values; drop 'file', "
+                "'key', 'name' and 'pattern'"
+            )
         if self.key is not None and self.file is None:
             raise ValueError("'key' reads a value from 'file'; set 'file' too")
         if self.name is not None and (self.file is not None or self.pattern is not None):
@@ -77,6 +91,11 @@ class MetricConfig(_Strict):
         if self.name is not None and not re.fullmatch(r"[\w.\-/]+", self.name):
             raise ValueError("'name' must be a metric name like 'loss' or 'val.acc'")
         return self
+
+    @field_validator("score")
+    @classmethod
+    def _score(cls, value: str | None) -> str | None:
+        return check_score(value)
 
     @field_validator("pattern")
     @classmethod
@@ -97,6 +116,7 @@ class MetricConfig(_Strict):
 class GuardConfig(_Strict):
     command: str = Field(min_length=1)
     timeout: Seconds = 600
+    rework: Int = Field(default=0, ge=0, le=10)  # tries the proposer gets to fix a failure
 
 
 class StopConfig(_Strict):
@@ -127,6 +147,7 @@ class DecisionConfig(_Strict):
     repeats: Int = Field(default=5, ge=2, le=1000)
     max_samples: Int = Field(default=8, ge=2, le=1000)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
 
     @field_validator("min_delta", mode="before")
     @classmethod
@@ -247,6 +268,15 @@ class CampaignConfig(_Strict):
         if value.startswith((".autoresearch", ".git/")) or value == ".git":
             raise ValueError(f"{value!r} names a folder the engine owns")
         return value
+
+    metrics: list[SecondaryMetric] = Field(default_factory=list)
+    holdout: HoldoutConfig | None = None
+    approval: ApprovalConfig | None = None
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[SecondaryMetric]) -> list[SecondaryMetric]:
+        return check_metrics(value)
 
     @field_validator("name")
     @classmethod
@@ -487,6 +517,11 @@ def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
             "number (or configure a [judge])."
         )
     if metric.command is None:
+        if config.metrics or metric.score:
+            raise ConfigError(
+                f"{source}: key 'metrics': secondary metrics and 'metric.score' are read from "
+                "the metric command's output; add 'metric.command' or remove them."
+            )
         if metric.direction == "minimize":
             raise ConfigError(
                 f"{source}: key 'metric.direction': the judge's score (0-100) is maximized; "

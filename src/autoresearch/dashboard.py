@@ -136,7 +136,12 @@ async function refresh() {
     for (const r of records) {
       const tr = document.createElement("tr");
       tr.className = "attempt " + r.status;
-      for (const v of [r.iteration, r.status, fmt(r.metric), fmt(r.delta), r.description || ""]) {
+      const extra = Object.entries(r.metrics || {})
+        .filter(([, m]) => m && m.value !== undefined)
+        .map(([n, m]) => n + "=" + fmt(m.value)).join(" ");
+      const holdout = r.holdout ? " holdout " + fmt(r.holdout.value) : "";
+      const text = (r.description || "") + (extra ? " {" + extra + "}" : "") + holdout;
+      for (const v of [r.iteration, r.status, fmt(r.metric), fmt(r.delta), text]) {
         const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
       }
       tr.onclick = () => showDiff(r.iteration);

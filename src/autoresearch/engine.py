@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from autoresearch import rework as reworks
+from autoresearch.approval import merged_tree
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
-from autoresearch.decide import Verdict
 from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.guidance import Guidance, Guide
+from autoresearch.holdout import Holdout
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import (
@@ -49,6 +51,7 @@ from autoresearch.recording import (
     in_flight_record,
 )
 from autoresearch.repeats import TreeIndex, git_trees
+from autoresearch.review import Review
 from autoresearch.screening import Screened, screen
 from autoresearch.startup import (
     LOST_REASON,
@@ -78,6 +81,7 @@ FAST_ROLLBACK = frozenset(
         Status.NO_CHANGE,
         Status.DUPLICATE,
     }
+    | {s for s in Status if s.rule_kept}
 )
 
 
@@ -91,6 +95,8 @@ class Engine:
         on_event: Listener | None = None,
         max_iterations: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unattended: bool = False,
+        approve: AttemptRecord | None = None,
     ) -> None:
         self.campaign = campaign
         self.cfg = campaign.config
@@ -113,6 +119,9 @@ class Engine:
         self.proposer_failures = 0
         self.pending: AttemptRecord | None = None  # an interrupted candidate to measure
         self.guide, self.guidance = Guide(campaign), Guidance()
+        self.rework: reworks.Rework | None = None  # a candidate sent back to its proposer
+        self.unattended = unattended
+        self.approve = approve  # a parked candidate to re-check against the best (approval.py)
         self.started = clock()
 
     # -- events and state ---------------------------------------------------------------
@@ -150,6 +159,9 @@ class Engine:
                 failure = self._baseline()
                 if failure:
                     return self._finish(StopReason.BASELINE_FAILED, EXIT_FAILED, failure)
+            if self.approve is not None:
+                self._approved(self.approve)
+                return self._finish(StopReason.MAX_ITERATIONS, EXIT_OK)
             while (stop := self._stop_reason()) is None:
                 if attempts is not None and attempts <= 0:
                     self.state.update(waiting=True)
@@ -171,6 +183,13 @@ class Engine:
         except Interrupted as exc:
             code = EXIT_INTERRUPTED if exc.signum == signal.SIGINT else 128 + exc.signum
             return self._finish(StopReason.INTERRUPTED, code)
+
+    def _approved(self, parked: AttemptRecord) -> AttemptRecord:
+        """Measure a parked candidate's change on top of the current best, as one attempt."""
+        tree = merged_tree(self.campaign.root, parked, self.incumbent.commit)
+        self.pending = replace(parked, commit=tree)
+        self.review.approved = True
+        return self._attempt(self._last_iteration() + 1, approval_of=parked.iteration)
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
@@ -203,6 +222,16 @@ class Engine:
         self.evaluator.load(self.records)
         self.trees = TreeIndex(git_trees(self.workspace.git))
         self.trees.load(self.records)
+        self.review = Review(
+            self.campaign,
+            self.evaluator,
+            lambda a, b: self.workspace.git.run("diff", "--numstat", "--no-renames", a, b),
+            unattended=self.unattended,
+        )
+        self.holdout = Holdout(self.campaign, self.evaluator, start) if self.cfg.holdout else None
+        if self.holdout is not None:
+            self.holdout.load(self.records)
+            self.review.holdout = self.holdout.check
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -213,6 +242,12 @@ class Engine:
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
         evaluator = getattr(self, "evaluator", None)  # none when stopped before it opened
+        holdout = getattr(self, "holdout", None)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        if holdout is not None and settled and self.records and self.records[0].commit:
+            final = holdout.final(self.incumbent.commit, self.records[0].commit)
+            if final is not None:
+                self.state.update(holdout=final)
         if evaluator is not None:
             evaluator.discard()
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
@@ -278,22 +313,32 @@ class Engine:
 
     # -- one attempt --------------------------------------------------------------------
 
-    def _attempt(self, iteration: int) -> AttemptRecord:
+    def _attempt(self, iteration: int, approval_of: int | None = None) -> AttemptRecord:
         began, before = self.clock(), self.incumbent
         self.logs.mkdir(parents=True, exist_ok=True)
         self.state.update(in_flight=iteration, in_flight_record=None)
         steps = Steps(iteration, began)
         pending, self.pending = self.pending, None
+        rework, self.rework = self.rework, None
         try:
             if pending is None:
                 note = None
-                proposal, seconds, watch = self._propose(iteration)
+                proposal, seconds, watch = self._propose(iteration, rework)
+                steps = replace(steps, rework_of=rework.of if rework else None)
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
+                if approval_of is not None:
+                    note = f"approved: attempt {approval_of}'s change, re-checked on the best"
                 proposal, seconds, watch = self._replay(pending)
                 self.guidance = Guidance(hypothesis=pending.hypothesis)
-            steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
-            steps = replace(steps, guidance=self.guidance)
+            steps = replace(
+                steps,
+                proposal=proposal,
+                propose_seconds=seconds,
+                note=note,
+                approval_of=approval_of,
+                guidance=self.guidance,
+            )
             collected = self._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
             if collected.commit is not None:  # a kill from here on must not lose it
@@ -306,7 +351,8 @@ class Engine:
                 screened = self.trees.screen(collected.candidate.tree)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)  # its content is not kept under a ref
-            steps = replace(steps, outcome=screened or self._measure(iteration, collected))
+            outcome = screened or self._measure(iteration, collected, rework)
+            steps = replace(steps, outcome=outcome)
             self.workspace.check()
         except WorkspaceHijacked as exc:
             # Nothing is rolled back: the folder is not the engine's any more.
@@ -319,9 +365,13 @@ class Engine:
             self._record(steps, before)
             raise
         self._settle(steps)
-        return self._record(steps, before)
+        record = self._record(steps, before)
+        self.rework = reworks.after(record, rework, self.logs)
+        return record
 
-    def _propose(self, iteration: int) -> tuple[Proposal, float, CheckoutWatch]:
+    def _propose(
+        self, iteration: int, rework: reworks.Rework | None = None
+    ) -> tuple[Proposal, float, CheckoutWatch]:
         """Ask the proposer for one change while the user's checkout is watched."""
         assert self.proposer is not None
         self.phase("proposing", iteration)
@@ -331,6 +381,10 @@ class Engine:
         ctx = proposal_context(
             self.campaign, records, iteration, best, path, self.logs, self.guidance
         )
+        if rework is not None:  # the try starts from the candidate the guard refused
+            self.workspace.load_tree(rework.commit)
+            limit = self.cfg.guard.rework if self.cfg.guard else 0
+            ctx = reworks.context(ctx, rework, limit)
         # A confined proposer cannot see the checkout: there is nothing to watch.
         watched = (
             self.cfg.sandbox.watch_checkout
@@ -372,23 +426,27 @@ class Engine:
         failed = proposal.failed or proposal.timed_out
         self.proposer_failures = self.proposer_failures + 1 if failed else 0
 
-    def _measure(self, iteration: int, collected: Collected) -> Judged:
-        """Measure against the incumbent until the rule decides; the guard only for a keep."""
+    def _measure(
+        self, iteration: int, collected: Collected, rework: reworks.Rework | None = None
+    ) -> Judged:
+        """Measure against the incumbent until the rule decides, then review the rest
+        (constraints, simplicity, guard, holdout, approval: review.py)."""
         assert collected.commit is not None
         measured = self.evaluator.evaluate(
             iteration, collected.candidate, collected.commit, self.incumbent.commit
         )
         if measured.failure:
             return Judged(Status(measured.failure), measured.reason, measured)
-        verdict = measured.reason or None  # the rule's statistic and threshold
-        if measured.verdict is not Verdict.KEEP:
-            return Judged(Status.DISCARD, verdict, measured)
-        guard = self.evaluator.run_guard(iteration, collected.commit)
-        if guard.failure:
-            tampered = guard.failure == Status.TAMPERED
-            status = Status.TAMPERED if tampered else Status.GUARD_FAILED
-            return Judged(status, guard.reason, measured, guard.seconds)
-        return Judged(Status.KEEP, verdict, measured, guard.seconds)
+        # An approved change is re-checked as it stands: no rework for it.
+        limit = self.cfg.guard.rework if self.cfg.guard and not self.review.approved else 0
+        return self.review.judge(
+            iteration,
+            collected.commit,
+            collected.files,
+            measured,
+            self.incumbent,
+            reworks.left(limit, rework),
+        )
 
     def _settle(self, steps: Steps) -> None:
         """Keep the candidate or roll it back: the worktree is exactly the incumbent after."""

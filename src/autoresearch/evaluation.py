@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
@@ -22,7 +22,9 @@ from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
 from autoresearch.judge import Judge
 from autoresearch.measure_tree import MeasureTree, Tree
+from autoresearch.metrics import Readings, Samples, samples_from
 from autoresearch.process import Limits
+from autoresearch.readout import MetricParseError
 from autoresearch.sample_book import SampleBook
 from autoresearch.workspace import Candidate, Workspace
 
@@ -41,6 +43,10 @@ class Evaluation:
     cost_usd: float = 0.0  # what an LLM judge cost
     tokens_in: int = 0
     tokens_out: int = 0
+    # [[metrics]] and a composite's named values, per run, of either side
+    secondary: Samples = field(default_factory=dict)
+    incumbent_secondary: Samples = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)  # the last run's, until filed
 
     @property
     def metric(self) -> float | None:
@@ -120,6 +126,12 @@ class Evaluator:
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         self.metric = metric_spec(cfg.metric, limits)
+        # Secondary metrics and the composite score, read after each metric run.
+        self.readings = Readings(cfg.metrics, cfg.metric.score)
+        if cfg.metric.score is not None:  # the number comes from the formula, not stdout
+            self.metric = replace(self.metric, parse=False)
+        # Each version's secondary samples, for the constraints' reference.
+        self.secondary: dict[str, Samples] = {}
         # With no metric command, the LLM judge is the metric.
         self.judge = (
             Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
@@ -137,6 +149,13 @@ class Evaluator:
     def load(self, records: Sequence[AttemptRecord]) -> None:
         """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
         self.book.load(records)
+        self.secondary = secondary_book(records)
+
+    def incumbent_secondary(self, incumbent: str, out: Evaluation) -> Samples:
+        """The incumbent's secondary samples: kept ones plus this comparison's."""
+        known = self.secondary.get(incumbent, {})
+        names = dict.fromkeys([*known, *out.incumbent_secondary])
+        return {n: [*known.get(n, []), *out.incumbent_secondary.get(n, [])] for n in names}
 
     def env(self, iteration: int) -> dict[str, str]:
         env = measurement_env(self.campaign.config.sandbox.pass_env)
@@ -175,19 +194,38 @@ class Evaluator:
         )
         out.seconds += result.seconds
         out.runs += 1
+        is_metric = spec is self.metric
         tampered = self.fingerprint.changed(self.campaign, self.tree.path)
+        value = result.value if is_metric else 0.0
+        if not tampered and result.ok and is_metric and self.readings:
+            # Read before the folder is cleaned: the files the run wrote go with it.
+            value = self._readings(result.stdout_path, spec.timeout, value, out)
         self.tree.settle()
         if tampered:
             out.failure = Status.TAMPERED
-            out.reason = f"{tampered} changed while the {'metric' if spec.parse else 'guard'} ran"
+            out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
             return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
-            out.reason = f"{'guard' if not spec.parse else 'metric'} {result.reason}"
-            if not spec.parse and out.failure is Status.CRASH:
+            out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}"
+            if not is_metric and out.failure is Status.CRASH:
                 out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
             return None
-        return result.value if spec.parse else 0.0
+        return value
+
+    def _readings(
+        self, stdout: Path, budget: float, value: float | None, out: Evaluation
+    ) -> float | None:
+        """One run's secondary values (kept on `out` as `last`), and the composite."""
+        try:
+            values = self.readings.read(stdout, self.tree.path, budget)
+            if self.readings.score is not None:
+                value = self.readings.composite(values)
+        except MetricParseError as exc:
+            out.failure, out.reason = Status.CRASH, f"metric {exc}"
+            return None
+        out.last = values
+        return value
 
     def _judge(self, stem: str, out: Evaluation) -> float | None:
         assert self.judge is not None
@@ -213,7 +251,9 @@ class Evaluator:
             if value is None:
                 return out
             out.samples.append(value)
+            _add(out.secondary, out.last)
         self.book.baseline(commit, out.samples)
+        self.secondary[commit] = {n: list(v) for n, v in out.secondary.items()}
         return out
 
     def evaluate(
@@ -228,6 +268,8 @@ class Evaluator:
             # Decided or cut short by a failure, the samples taken count: as a resumed
             # campaign reads them from the ledger.
             self.book.measured(commit, out.samples)
+            if out.secondary:
+                self.secondary[commit] = {n: list(v) for n, v in out.secondary.items()}
 
     def _compare(self, iteration: int, commit: str, incumbent: str, out: Evaluation) -> Evaluation:
         test = self.book.comparison(incumbent)
@@ -243,6 +285,7 @@ class Evaluator:
                     out.reason = f"re-measuring the incumbent: {out.reason}"
                     return out
                 out.incumbent_samples.append(value)
+                _add(out.incumbent_secondary, out.last)
                 self.book.remeasured(incumbent, value)
             else:
                 k = len(out.samples) + 1
@@ -252,6 +295,7 @@ class Evaluator:
                 if value is None:
                     return out
                 out.samples.append(value)
+                _add(out.secondary, out.last)
             test.add(value)
         out.verdict = test.verdict
         out.reason = explain(self.rule, test.verdict, test.look)
@@ -268,3 +312,24 @@ class Evaluator:
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
         self.book.kept(commit)
+
+
+def _add(into: Samples, values: dict[str, float]) -> None:
+    for name, value in values.items():
+        into.setdefault(name, []).append(value)
+    values.clear()
+
+
+def secondary_book(records: Sequence[AttemptRecord]) -> dict[str, Samples]:
+    """Each commit's secondary samples, from the ledger: its own and its re-measurements."""
+    book: dict[str, Samples] = {}
+    for record in records:
+        if record.commit and record.metrics:
+            mine = book.setdefault(record.commit, {})
+            for name, values in samples_from(record.metrics).items():
+                mine.setdefault(name, []).extend(values)
+        if record.parent and record.metrics:
+            theirs = book.setdefault(record.parent, {})
+            for name, values in samples_from(record.metrics, "incumbent_samples").items():
+                theirs.setdefault(name, []).extend(values)
+    return book

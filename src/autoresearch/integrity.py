@@ -42,6 +42,8 @@ MEASUREMENT_KEYS = (
     "metric.file",
     "metric.key",
     "metric.name",
+    "metric.score",
+    "metrics",
     "guard.command",
     "judge.base_url",
     "judge.model",
@@ -65,6 +67,11 @@ def measurement_settings(campaign: Campaign) -> dict[str, object]:
     for key in MEASUREMENT_KEYS:
         if key == "harness":
             out[key] = list(cfg.harness)
+            continue
+        if key == "metrics":  # how the secondary numbers are read (constraints may change)
+            out[key] = [
+                m.model_dump(include={"name", "pattern", "file", "key"}) for m in cfg.metrics
+            ]
             continue
         table, _, name = key.partition(".")
         model = tables[table]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
@@ -17,6 +17,7 @@ from autoresearch.executors.base import OK, executor_setup
 from autoresearch.gitcmd import Git
 from autoresearch.integrity import harness_files
 from autoresearch.judge import Judge
+from autoresearch.metrics import Readings, checked_readings
 from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
@@ -152,6 +153,9 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         spec = metric_spec(cfg.metric, limits)
+        readings = Readings(cfg.metrics, cfg.metric.score)
+        if cfg.metric.score is not None:
+            spec = replace(spec, parse=False)
         judge = Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
         for k in range(repeat):
             stem = logs / f"check-metric-{k + 1}"
@@ -168,7 +172,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
                     )
                 )
             else:
-                report.metric.append(executor.run(spec, workspace=scratch, env=env, log_stem=stem))
+                measured = executor.run(spec, workspace=scratch, env=env, log_stem=stem)
+                report.metric.append(checked_readings(readings, measured, scratch, spec.timeout))
             if not report.metric[-1].ok:
                 break
         if cfg.guard is not None and report.metric[-1].ok:

@@ -8,6 +8,7 @@ from typing import Any
 from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Status, Timings
 from autoresearch.evaluation import Evaluation
 from autoresearch.guidance import Guidance
+from autoresearch.metrics import ledger_field
 from autoresearch.proposers.base import Proposal
 from autoresearch.screening import Screened
 from autoresearch.workspace import Candidate
@@ -36,6 +37,8 @@ class Judged:
     reason: str | None
     measured: Evaluation
     guard_seconds: float = 0.0
+    lines: dict[str, Any] | None = None  # the diff size, when simplicity weighed it
+    holdout: dict[str, Any] | None = None  # the holdout's verdict, when it ran
 
 
 # An attempt whose steps never reached an outcome: a signal stopped it.
@@ -54,6 +57,8 @@ class Steps:
     outcome: Screened | Judged = NOT_FINISHED
     note: str | None = None  # how the candidate came about, when not from the proposer
     guidance: Guidance | None = None  # what the engine asked the proposer for
+    rework_of: int | None = None  # the attempt whose candidate this try fixes
+    approval_of: int | None = None  # the parked attempt an approval re-checks
 
 
 def attempt_record(
@@ -88,6 +93,10 @@ def attempt_record(
         **_proposal_fields(steps.proposal),
         **_measured_fields(measured),
         previous_best=before.metric if outcome.status is Status.KEEP else None,
+        lines=outcome.lines if isinstance(outcome, Judged) else None,
+        holdout=outcome.holdout if isinstance(outcome, Judged) else None,
+        rework_of=steps.rework_of,
+        approval_of=steps.approval_of,
         closed=True,
         delta=None if metric is None or before.metric is None else metric - before.metric,
         best=after.metric,
@@ -116,6 +125,7 @@ def baseline_record(
         description="baseline",
         samples=tuple(measured.samples),
         metric_runs=measured.runs,
+        metrics=ledger_field(measured.secondary, {}),
         judge_cost=_judge_cost(measured),
         timings=Timings(0.0, _r(measured.seconds), _r(guard.seconds), _r(engine_seconds)),
     )
@@ -149,6 +159,7 @@ def _measured_fields(measured: Evaluation | None) -> dict[str, Any]:
         "incumbent_samples": tuple(measured.incumbent_samples) or None,
         "metric_runs": measured.runs,
         "judge_cost": _judge_cost(measured),
+        "metrics": ledger_field(measured.secondary, measured.incumbent_secondary),
     }
 
 

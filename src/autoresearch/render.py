@@ -13,6 +13,7 @@ from rich.table import Table
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.decide import gain as decide_gain
 from autoresearch.events import Attempted, Event, Started, Stopped, Warned
+from autoresearch.metrics import shown
 
 STATUS_STYLE: dict[Status, str] = {
     Status.BASELINE: "bold cyan",
@@ -29,6 +30,11 @@ STATUS_STYLE: dict[Status, str] = {
     Status.EDIT_REFUSED: "magenta",
     Status.CHECKOUT_CHANGED: "bold red",
     Status.DUPLICATE: "dim",
+    Status.CONSTRAINT_FAILED: "yellow",
+    Status.OVERFIT: "yellow",
+    Status.AWAITING_APPROVAL: "bold blue",
+    Status.REJECTED: "dim",
+    Status.REWORK: "yellow",
 }
 
 
@@ -77,6 +83,13 @@ def gain_text(delta: float | None, direction: str, pct: float | None = None) -> 
     return f"gain {signed(gain(delta, direction))}{share}, delta {signed(delta)}"
 
 
+def holdout_text(record: AttemptRecord) -> str:
+    data = record.holdout or {}
+    if data.get("value") is None:
+        return ""
+    return f" (holdout {num(data['value'])} vs {num(data.get('incumbent'))})"
+
+
 def attempt_line(
     record: AttemptRecord, best: float | None, max_iterations: int, direction: str = "minimize"
 ) -> str:
@@ -86,6 +99,9 @@ def attempt_line(
     description = record.description
     if record.reason and record.status.shows_reason:
         description = f"{description} [{record.reason}]" if description else record.reason
+    if record.metrics:
+        description = f"{description} {{{shown(record.metrics)}}}"
+    description += holdout_text(record)
     return (
         f"{record.iteration!s:>{width}}/{max_iterations} "
         f"[{style}]{status:<15}[/] "
@@ -184,6 +200,9 @@ def attempts_table(
         description = record.description
         if record.reason and record.status.shows_reason:
             description = f"{description} [{record.reason}]"
+        if record.metrics:
+            description = f"{description} {{{shown(record.metrics)}}}"
+        description += holdout_text(record)
         cells = [
             str(record.iteration),
             f"[{STATUS_STYLE[record.status]}]{record.status}[/]",

@@ -18,12 +18,15 @@ from dataclasses import dataclass
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.decide import Comparison, Look, Rule, Side, Verdict, estimate, explain
 from autoresearch.sample_book import SampleBook
+from autoresearch.simplicity import Lines, pays, within_noise
 
 # Statuses the rule decided: the verdict they imply once the comparison is over.
 DECIDED = {
     Status.KEEP: Verdict.KEEP,
     Status.DISCARD: Verdict.DISCARD,
-    Status.GUARD_FAILED: Verdict.KEEP,  # the rule kept it; the guard then refused it
+    # The rule kept it; a later check (guard, constraint, holdout, approval) refused it.
+    **{status: Verdict.KEEP for status in Status if status.rule_kept},
+    Status.REJECTED: Verdict.KEEP,  # parked for approval and turned down at once
 }
 # A failed run stops the comparison where it was: its samples are cut short.
 CUT_SHORT = (Status.CRASH, Status.TIMEOUT)
@@ -130,6 +133,8 @@ def _attempt(record: AttemptRecord, book: SampleBook, best: _Best) -> list[str]:
         ]
     measured = bool(samples or incumbent)
     status = record.status
+    if status is Status.REJECTED and not measured:
+        return []  # a person turned a parked candidate down: nothing was measured then
     if not (status in DECIDED or status in CUT_SHORT or status is Status.TAMPERED):
         # Decided before any measurement (or cut short by a signal): nothing was measured.
         if measured or record.metric is not None:
@@ -145,10 +150,33 @@ def _attempt(record: AttemptRecord, book: SampleBook, best: _Best) -> list[str]:
     except ValueError as exc:
         return [f"recorded {status}, but {exc} and has none"]
     fed = feed(test, samples, incumbent)
-    return _verdict(record, fed, book.rule)
+    reference = incumbent or book.groups.get(best.commit, [])
+    if record.status is Status.DISCARD and _unpaid(record, best, book.direction):
+        fed.outcome = Verdict.DISCARD if fed.outcome is Verdict.KEEP else fed.outcome
+    return _verdict(record, fed, book.rule, _simplification(record, reference, book))
 
 
-def _verdict(record: AttemptRecord, fed: Fed, rule: Rule) -> list[str]:
+def _unpaid(record: AttemptRecord, best: _Best, direction: str) -> bool:
+    """A discard of a better candidate stands when its gain did not pay for its lines."""
+    if not record.lines or record.metric is None or best.metric is None:
+        return False
+    lines, price = Lines.of(record.lines)
+    return pays(price, lines, record.metric, best.metric, direction) is not None
+
+
+def _simplification(record: AttemptRecord, reference: Sequence[float], book: SampleBook) -> bool:
+    """A keep the rule did not find better stands when it removed code (its recorded
+    diff size) and its samples equal the incumbent's within noise."""
+    lines = record.lines or {}
+    if not lines:  # a keep, or a simplification a later check refused
+        return False
+    if int(lines.get("removed", 0)) <= int(lines.get("added", 0)):
+        return False
+    equal, _ = within_noise(list(record.samples or ()), reference, book.direction, book.rule)
+    return equal
+
+
+def _verdict(record: AttemptRecord, fed: Fed, rule: Rule, simpler: bool = False) -> list[str]:
     status = record.status
     extra = fed.left_candidate + fed.left_incumbent
     if isinstance(fed.outcome, Verdict):
@@ -162,9 +190,11 @@ def _verdict(record: AttemptRecord, fed: Fed, rule: Rule) -> list[str]:
         expected = DECIDED.get(status)
         if status is Status.TAMPERED:
             expected = Verdict.KEEP  # complete samples: the guard found the judge edited
+        if status is Status.CRASH and (record.holdout or {}).get("error"):
+            expected = Verdict.KEEP  # the rule kept it; the holdout then failed to run
         if expected is None:
             return [f"recorded {status}, but its samples are complete: the rule gives {decided}"]
-        if fed.outcome is not expected:
+        if fed.outcome is not expected and not (simpler and fed.outcome is Verdict.DISCARD):
             return [f"recorded {status}, but the rule gives {decided}"]
         return []
     # The comparison asked for a sample that was not recorded: where a failed run cut it

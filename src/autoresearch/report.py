@@ -16,7 +16,9 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.errors import ConfigError
+from autoresearch.holdout import holdout_gain
 from autoresearch.ledger import Ledger, StateFile
+from autoresearch.metrics import shown
 from autoresearch.render import gain, gain_text, printable, signed
 from autoresearch.summary import summarize
 
@@ -156,12 +158,15 @@ def gather(state_dir: Path) -> dict[str, Any]:
     for record in records:
         if record.status.is_failure:
             failures[record.status].append(record)
+    refused = [r for r in records if r.status.rule_kept or r.status is Status.REJECTED]
     fingerprint = state.get("fingerprint") or {}
     return {
         "summary": summary,
         "records": records,
         "kept": kept,
         "failures": dict(failures),
+        "refused": refused,  # better by the rule, refused by a later check (review.py)
+        "holdout": state.get("holdout"),  # the final best on the holdout (holdout.py)
         "environment": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
@@ -207,16 +212,33 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
     lines += [
         "## Kept changes, by gain",
         "",
-        "| # | metric | gain | delta | description |",
-        "|---|---|---|---|---|",
+        "| # | metric | gain | delta | holdout gain | metrics | description |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in data["kept"]:
         lines.append(
             f"| {r.iteration} | {_num(r.metric)} | {signed(gain(r.delta, direction))} | "
-            f"{signed(r.delta)} | {md_text(r.description)} |"
+            f"{signed(r.delta)} | {holdout_gain(r)} | {md_text(shown(r.metrics))} | "
+            f"{md_text(r.description)} |"
         )
     if not data["kept"]:
-        lines.append("| - | - | - | - | nothing was kept |")
+        lines.append("| - | - | - | - | - | - | nothing was kept |")
+    final = data.get("holdout")
+    if isinstance(final, dict):
+        best = s.get("best")
+        base = s.get("baseline")
+        primary = None if best is None or base is None else gain(best - base, direction)
+        lines += [
+            "",
+            f"Primary gain {signed(primary)}; holdout gain {signed(final.get('gain'))} "
+            f"({_num(final.get('baseline'))} -> {_num(final.get('best'))}), the final best "
+            "against the baseline on data the proposer never saw.",
+        ]
+    if data.get("refused"):
+        lines += ["", "## Better, but refused", ""]
+        for r in data["refused"]:
+            reason = md_text((r.reason or "")[:200])
+            lines.append(f"- #{r.iteration} {r.status} {md_text(r.description)}: {reason}")
     lines += ["", "## Failures, by kind", ""]
     if not data["failures"]:
         lines.append("none")
@@ -256,7 +278,8 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
         f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
         f"<td>{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
         f"<td>{esc(signed(gain(r.delta, direction)))}</td>"
-        f"<td>{esc(signed(r.delta))}</td><td>{esc(printable(r.description))}</td>"
+        f"<td>{esc(signed(r.delta))}</td><td>{esc(holdout_gain(r))}</td>"
+        f"<td>{esc(shown(r.metrics))}</td><td>{esc(printable(r.description))}</td>"
         f"<td>{esc(printable(r.reason or ''))}</td></tr>"
         for r in data["records"]
     )
@@ -294,7 +317,7 @@ stop reason: {esc(str(s.get("stop_reason")))}</p>
 {image}
 <h2>Attempts</h2>
 <table><tr><th>#</th><th>status</th><th>metric</th><th>gain</th><th>delta</th>
-<th>description</th><th>reason</th></tr>{rows}</table>
+<th>holdout gain</th><th>metrics</th><th>description</th><th>reason</th></tr>{rows}</table>
 <script type="application/json" id="summary">{summary}</script>
 </body></html>
 """

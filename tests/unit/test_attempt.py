@@ -66,6 +66,11 @@ def test_status_strings_are_the_ledger_strings() -> None:
         "interrupted",
         "checkout_changed",
         "duplicate",
+        "constraint_failed",
+        "overfit",
+        "awaiting_approval",
+        "rejected",
+        "rework",
     ]
     assert Status("keep") is Status.KEEP and Status.KEEP == "keep"
 
