@@ -347,7 +347,9 @@ class Engine:
             self._count_proposer_failures(proposal)
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
-            if screened is None and pending is None:  # files measured before: not again
+            # Files measured before are not measured again; a rework try starts from its
+            # refused candidate on purpose, so it is judged as a try, not a repeat.
+            if screened is None and pending is None and rework is None:
                 screened = self.trees.screen(collected.candidate.tree)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)  # its content is not kept under a ref
