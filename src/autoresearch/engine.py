@@ -417,7 +417,7 @@ class Engine:
         if changed:
             return Collected(candidate, proposal.description, checkout_changes=tuple(changed))
         description = proposal.description or describe(candidate)
-        if not candidate.changes:
+        if not candidate.changes or not candidate.staged:
             return Collected(candidate, description)
         message = f"autoresearch {self.cfg.name} #{iteration}: {description}"
         commit = self.workspace.commit(candidate, self.incumbent.commit, message, iteration)

@@ -62,6 +62,8 @@ class Candidate:
     changes: list[Change] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     head_moved: bool = False
+    # False when a refused path kept everything out of the repository: nothing to commit
+    staged: bool = True
 
     @property
     def paths(self) -> list[str]:
@@ -509,9 +511,7 @@ class Workspace:
                 Change("D" if p in deleted else "A" if p in untracked else "M", p)
                 for p in sorted(set(dirty))
             ]
-            return Candidate(
-                tree=incumbent_tree, changes=named, ignored=scan.ignored, head_moved=moved
-            )
+            return Candidate(incumbent_tree, named, scan.ignored, head_moved=moved, staged=False)
         git.run_bytes(
             "add",
             "-A",

@@ -95,8 +95,8 @@ def test_a_campaign_through_the_mcp_server(toy: Path) -> None:
     assert [a["iteration"] for a in seen["log"]["attempts"]] == [3, 4, 5]
     assert seen["show"]["attempt"]["description"] == "N to 7"
     assert "-N = 10" in seen["diff"]["diff"] and "+N = 3" in seen["diff"]["diff"]
-    for name in ("confirm", "ideas"):
-        assert seen[name]["available"] is False and name in seen[name]["message"]
+    assert seen["confirm"]["available"] is False and "confirm" in seen["confirm"]["message"]
+    assert seen["ideas"]["added"] == [] and isinstance(seen["ideas"]["ideas"], list)
     assert seen["missing"][0] and "no attempt 99" in seen["missing"][1]
     # Everything the tools said is what the ledger holds; the checkout was not touched.
     assert [r["status"] for r in ledger(toy)] == [
