@@ -29,6 +29,10 @@ class Status(StrEnum):
     EDIT_REFUSED = "edit_refused"
     INTERRUPTED = "interrupted"
     CHECKOUT_CHANGED = "checkout_changed"
+    # With several candidates in flight: a winner whose change conflicts with a candidate
+    # kept since it started, and a combination of winners kept as one.
+    SUPERSEDED = "superseded"
+    MERGED = "merged"
 
     @property
     def halts(self) -> bool:
@@ -38,7 +42,7 @@ class Status(StrEnum):
     @property
     def sets_best(self) -> bool:
         """The attempt's commit is the incumbent afterwards."""
-        return self in (Status.BASELINE, Status.KEEP)
+        return self in (Status.BASELINE, Status.KEEP, Status.MERGED)
 
     @property
     def counts_toward_plateau(self) -> bool:
@@ -49,7 +53,14 @@ class Status(StrEnum):
     @property
     def is_failure(self) -> bool:
         """Something went wrong (as opposed to a measured change that was not better)."""
-        return self not in (Status.BASELINE, Status.KEEP, Status.DISCARD, Status.NO_CHANGE)
+        return self not in (
+            Status.BASELINE,
+            Status.KEEP,
+            Status.DISCARD,
+            Status.NO_CHANGE,
+            Status.SUPERSEDED,
+            Status.MERGED,
+        )
 
     @property
     def measured(self) -> bool:
@@ -61,6 +72,8 @@ class Status(StrEnum):
             Status.CRASH,
             Status.TIMEOUT,
             Status.GUARD_FAILED,
+            Status.SUPERSEDED,
+            Status.MERGED,
         )
 
     @property
@@ -135,6 +148,11 @@ class AttemptRecord:
     delta: float | None = None
     best: float | None = None
     timings: Timings | None = None
+    # With several candidates in flight (`[executor] jobs`): the incumbent the samples were
+    # compared with, the slot that ran the attempt, and for `merged` the attempts combined.
+    measured_against: str | None = None
+    slot: int | None = None
+    combined: tuple[int, ...] | None = None
     utc: str | None = None
     prev_hash: str | None = None
     # Keys this version does not know (a newer writer's), kept so nothing read is lost.
@@ -197,6 +215,9 @@ class AttemptRecord:
             delta=_opt_float(take("delta")),
             best=_opt_float(take("best")),
             timings=timings,
+            measured_against=take("measured_against"),
+            slot=_opt_int(take("slot")),
+            combined=_combined(take("combined")),
             utc=take("utc"),
             prev_hash=take("prev_hash"),
         )
@@ -234,6 +255,9 @@ class AttemptRecord:
             ("judge_tokens_out", self.judge_cost.tokens_out),
             ("reason", self.reason),
             ("previous_best", self.previous_best),
+            ("measured_against", self.measured_against),
+            ("slot", self.slot),
+            ("combined", None if self.combined is None else list(self.combined)),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:
@@ -310,6 +334,10 @@ def _opt_float(value: Any) -> float | None:
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _combined(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(v) for v in value)
 
 
 class StopReason(StrEnum):

@@ -111,16 +111,29 @@ def main() -> None:
 @main.command()
 @config_option
 @output_options
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Candidates in flight at once (overrides [executor] jobs).",
+)
 @handle_errors
-def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool) -> None:
+def run(
+    config_path: Path | None, max_iterations: int | None, quiet: bool, plain: bool, jobs: int | None
+) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
-    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
+    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain, jobs=jobs)
     sys.exit(result.exit_code)
 
 
 def run_engine(
-    campaign: Campaign, max_iterations: int | None, *, quiet: bool, plain: bool
+    campaign: Campaign,
+    max_iterations: int | None,
+    *,
+    quiet: bool,
+    plain: bool,
+    jobs: int | None = None,
 ) -> RunResult:
     """Run the engine with the live view on a terminal, else one line per attempt."""
     from autoresearch.tracking import make_tracker
@@ -128,7 +141,9 @@ def run_engine(
     if quiet or plain or not console.is_terminal:
         printer = Printer(console, quiet=quiet)
         tracker = make_tracker(campaign, printer)
-        engine = Engine(campaign, on_event=fan_out(printer, tracker), max_iterations=max_iterations)
+        engine = Engine(
+            campaign, on_event=fan_out(printer, tracker), max_iterations=max_iterations, jobs=jobs
+        )
         return engine.run()
     from autoresearch.live import LiveView
 
@@ -136,7 +151,9 @@ def run_engine(
     direction = str(campaign.config.metric.direction)
     with LiveView(console, campaign.name, direction, cap) as view:
         tracker = make_tracker(campaign, view)
-        engine = Engine(campaign, on_event=fan_out(view, tracker), max_iterations=max_iterations)
+        engine = Engine(
+            campaign, on_event=fan_out(view, tracker), max_iterations=max_iterations, jobs=jobs
+        )
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)
     return result

@@ -27,6 +27,7 @@ from autoresearch.status import campaign_status
 # follows the enum instead of spelling status names.
 POINT_FILLS: dict[Status, str] = {
     Status.KEEP: "#2ca02c",
+    Status.MERGED: "#2ca02c",
     Status.BASELINE: "#1f77b4",
     Status.DISCARD: "#b0b0b0",
     Status.CRASH: "#d62728",
@@ -34,8 +35,8 @@ POINT_FILLS: dict[Status, str] = {
     Status.TAMPERED: "#d62728",
 }
 OTHER_FILL = "#9467bd"
-ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9"}
-POINT_RADII: dict[Status, float] = {Status.KEEP: 5}
+ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9", Status.MERGED: "#e8f5e9"}
+POINT_RADII: dict[Status, float] = {Status.KEEP: 5, Status.MERGED: 5}
 POINT_RADIUS = 3.5
 PROPERTIES = (
     "halts",

@@ -34,6 +34,7 @@ from autoresearch.lifecycle import (
     RunResult,
     raise_interrupted,
 )
+from autoresearch.parallel import lost_in_slots, run_slots
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
@@ -82,10 +83,14 @@ class Engine:
         on_event: Listener | None = None,
         max_iterations: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        jobs: int | None = None,
     ) -> None:
         self.campaign = campaign
         self.cfg = campaign.config
         self.proposer = proposer
+        self.own_proposer = proposer is None  # made from the config: one per slot with jobs
+        self.jobs = jobs or campaign.config.executor.jobs
+        self.requeue: list[AttemptRecord] = []  # candidates of slots lost in a crash
         self.executor: Executor = executor or LocalExecutor()
         self.on_event: Listener = on_event or (lambda event: None)
         self.clock = clock
@@ -137,6 +142,9 @@ class Engine:
                 failure = self._baseline()
                 if failure:
                     return self._finish(StopReason.BASELINE_FAILED, EXIT_FAILED, failure)
+            if self.jobs > 1:
+                done = run_slots(self, self.jobs)
+                return self._finish(done.reason, done.code, done.message)
             while (stop := self._stop_reason()) is None:
                 record = self._attempt(self._last_iteration() + 1)
                 if record.status.halts:
@@ -183,7 +191,11 @@ class Engine:
         if lost is not None:
             self._log(lost)
             self.pending = lost if to_measure(lost, self.workspace) else None
-        self.state.update(in_flight=None, in_flight_record=None)
+        for lost in lost_in_slots(self.state.read(), self.records):
+            self._log(lost)
+            if to_measure(lost, self.workspace):
+                self.requeue.append(lost)
+        self.state.update(in_flight=None, in_flight_record=None, slots=None)
         where = str(self.workspace.path)
         self.on_event(Started(self.summary(), self.max_iterations, where, resumed))
 

@@ -28,6 +28,8 @@ STATUS_STYLE: dict[Status, str] = {
     Status.PROPOSER_FAILED: "red",
     Status.EDIT_REFUSED: "magenta",
     Status.CHECKOUT_CHANGED: "bold red",
+    Status.SUPERSEDED: "dim",
+    Status.MERGED: "bold green",
 }
 
 
