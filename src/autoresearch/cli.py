@@ -25,7 +25,7 @@ from autoresearch.gitcmd import repo_root
 from autoresearch.ledger import StateFile, stored_object
 from autoresearch.lifecycle import Interrupted, RunResult
 from autoresearch.render import Printer, attempts_table, gain_text, num, safe
-from autoresearch.status import campaign_status, find_state_dir, read_records
+from autoresearch.status import campaign_status, find_state_dir, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console(highlight=False, soft_wrap=True)
@@ -182,6 +182,8 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     else:
         state = f"stopped: {data['stop_reason'] or 'never finished'}"
     lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
+    for slot in data.get("slots") or []:
+        lines.append(safe(slot_line(slot)))
     change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
     commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(

@@ -528,7 +528,14 @@ class SlotLoop:
 
     def write_state(self) -> None:
         slots = {str(s.index): s.info.to_json() for s in self.slots}
-        self.engine.state.update(slots=slots, jobs=self.jobs, updated_utc=utc_now())
+        busy = len(self.busy())
+        self.engine.state.update(
+            slots=slots,
+            jobs=self.jobs,
+            phase=f"{busy} of {self.jobs} slots busy",
+            iteration=None,
+            updated_utc=utc_now(),
+        )
 
     def handle(self, message: Message) -> None:
         engine = self.engine
