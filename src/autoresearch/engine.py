@@ -34,7 +34,7 @@ from autoresearch.lifecycle import (
     RunResult,
     raise_interrupted,
 )
-from autoresearch.parallel import lost_in_slots, run_slots
+from autoresearch.parallel import kill_slot_leftovers, lost_in_slots, run_slots
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
@@ -191,6 +191,8 @@ class Engine:
         if lost is not None:
             self._log(lost)
             self.pending = lost if to_measure(lost, self.workspace) else None
+        for warning in kill_slot_leftovers(self.campaign.state_dir):
+            self.warn(warning)
         for lost in lost_in_slots(self.state.read(), self.records):
             self._log(lost)
             if to_measure(lost, self.workspace):

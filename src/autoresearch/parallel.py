@@ -22,7 +22,7 @@ import os
 import queue
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +34,7 @@ from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.events import PhaseChanged
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.executors.base import executor_setup
+from autoresearch.executors.local import leftover_warning
 from autoresearch.gitcmd import IDENTITY
 from autoresearch.lifecycle import EXIT_FAILED, EXIT_OK, EXIT_TAMPERED, Interrupted
 from autoresearch.process import ChildRecord
@@ -752,9 +753,15 @@ def run_slots(engine: Engine, jobs: int) -> Finish:
     return SlotLoop(engine, jobs).run()
 
 
-def slot_dirs(state_dir: Path) -> list[Path]:
+def kill_slot_leftovers(state_dir: Path) -> list[str]:
+    """Kill what the slots of an engine that was killed left running (whatever the number
+    of jobs this run has); warnings for the user."""
     folder = state_dir / SLOTS
-    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-
-
-Callback = Callable[..., None]
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    warnings = []
+    for slot in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()):
+        pgid = ChildRecord(slot / CHILD_RECORD).kill_leftover()
+        if pgid:
+            warnings.append(leftover_warning(pgid))
+    return warnings
