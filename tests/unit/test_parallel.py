@@ -220,3 +220,52 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
     assert shown[0]["phase"] == "measuring" and shown[0]["elapsed_seconds"] > 0
     assert shown[1]["iteration"] is None
     assert campaign_status(state)["slots"] == []  # not running: nothing in flight
+
+
+OPTUNA = """\
+name = "t"
+scope = ["calc.py"]
+harness = ["bench.py"]
+[metric]
+command = "python bench.py"
+direction = "minimize"
+[stop]
+max_iterations = 9
+[executor]
+jobs = 3
+[proposer]
+kind = "optuna"
+seed = 1
+startup_trials = 2
+[proposer.space]
+"calc.py:N" = {{ low = 0, high = 3 }}
+"calc.py:M" = {{ choices = [0, 1, 2] }}
+"""
+
+
+def test_optuna_asks_several_trials_at_once_and_hears_every_one(tmp_path: Path) -> None:
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from campaigns import make_repo
+
+    bench = "import calc, time\ntime.sleep(0.3)\nprint(abs(calc.N - 2) + calc.M)\n"
+    repo = make_repo(
+        tmp_path / "repo",
+        {"calc.py": "N = 0\nM = 2\n", "bench.py": bench, "autoresearch.toml": OPTUNA.format()},
+    )
+    records, _ = run(repo, jobs=3)
+    attempts = [r for r in records if r.iteration]
+    assert len({r.slot for r in attempts}) > 1  # trials really were in flight together
+    points = (
+        [(r.params or {}).get("calc.py:N") for r in attempts],
+        [(r.params or {}).get("calc.py:M") for r in attempts],
+    )
+    asked = list(zip(*points, strict=True))
+    assert len(set(asked)) == len(asked), asked  # no point asked twice, even in flight together
+    path = repo / ".autoresearch" / "t" / "optuna.journal"
+    study = optuna.load_study(study_name="t", storage=JournalStorage(JournalFileBackend(str(path))))
+    states = [t.state for t in study.trials]
+    assert optuna.trial.TrialState.RUNNING not in states  # every trial told back
+    assert len(study.trials) == len(attempts) + 1  # and the baseline

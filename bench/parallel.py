@@ -1,0 +1,264 @@
+"""Several candidates in flight (`[executor] jobs`), driven through the real engine.
+
+Three figures, each on real git repositories with sleep-bound metrics:
+
+1. Throughput: experiments per hour with 1, 2, 4 and 8 jobs side by side on a metric that
+   sleeps (`--sleep` seconds) and never improves (every attempt is a plain discard, so
+   each costs one proposal and one measurement). Goal: >= 0.85 N times the 1-job rate.
+2. Decisions: true gain per wall-clock hour with 4 jobs vs 1 on a simulated noisy metric
+   (`true = sum((x_i - t_i)^2)` over 30 knobs, the proposer moves one knob by one step, the
+   metric sleeps and prints the true value plus Gaussian noise). A false keep is a keep
+   whose true value is not better than the incumbent it replaced. Goal: >= 3x, false
+   keeps <= 5%.
+3. Merge and re-verify: four winners from the same base, on a metric where their effects
+   add and on one where they interact (any two together are worse than either alone):
+   combinations tried and kept, and the final metric against the best single winner.
+
+    python bench/parallel.py [--sleep 4.0] [--budget 40] [--parts throughput,decisions,merge]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gitrepo import commit_all, git
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.config import load_campaign
+from autoresearch.engine import Engine
+from autoresearch.events import Attempted, Event
+from autoresearch.ledger import Ledger
+
+CONFIG = """name = "b"
+scope = ["calc.py"]
+harness = ["bench.py"]
+[metric]
+command = "python3 bench.py"
+direction = "minimize"
+timeout = 120
+[stop]
+max_iterations = {iterations}
+max_minutes = {minutes}
+[proposer]
+kind = "command"
+command = "python3 {proposer}"
+timeout = 60
+[sandbox]
+isolation = "none"
+[decision]
+rule = "{rule}"
+"""
+
+
+def campaign(
+    folder: Path,
+    calc: str,
+    bench: str,
+    proposer: str,
+    *,
+    iterations: int,
+    minutes: float = 0,
+    rule: str = "strict",
+) -> Path:
+    repo = folder / "repo"
+    repo.mkdir(parents=True)
+    script = folder / "propose.py"
+    script.write_text(proposer)
+    (repo / "calc.py").write_text(calc)
+    (repo / "bench.py").write_text(bench)
+    (repo / "autoresearch.toml").write_text(
+        CONFIG.format(iterations=iterations, minutes=minutes, proposer=script, rule=rule)
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "initial")
+    return repo
+
+
+def run(repo: Path, jobs: int) -> tuple[list[AttemptRecord], float]:
+    """The campaign's records and the seconds from the baseline's record to the stop."""
+    marks: list[float] = []
+
+    def listen(event: Event) -> None:
+        if isinstance(event, Attempted) and event.record.status is Status.BASELINE:
+            marks.append(time.monotonic())
+
+    Engine(load_campaign(repo), on_event=listen, jobs=jobs).run()
+    seconds = time.monotonic() - marks[0]
+    return Ledger(repo / ".autoresearch" / "b").read(), seconds
+
+
+# -- 1. throughput ---------------------------------------------------------------------------
+
+FLAT_BENCH = "import time\ntime.sleep({sleep})\nprint(10)\n"
+# Any change will do: the metric never moves, so every attempt is a discard.
+TOUCH = """import random
+with open("calc.py", "w") as f:
+    f.write(f"X = {random.random()!r}\\n")
+"""
+
+
+def throughput(sleep: float) -> None:
+    print(f"\n## Throughput: metric sleeps {sleep:g} s, {4} attempts per job")
+    print("jobs  attempts  seconds  experiments/hour  speedup  goal (0.85 N)")
+    base = None
+    for jobs in (1, 2, 4, 8):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = campaign(
+                Path(tmp),
+                "X = 0\n",
+                FLAT_BENCH.format(sleep=sleep),
+                TOUCH,
+                iterations=4 * jobs,
+            )
+            records, seconds = run(repo, jobs)
+        attempts = len(records) - 1
+        rate = attempts / seconds * 3600
+        base = base or rate
+        speedup = rate / base
+        ok = "ok" if speedup >= 0.85 * jobs else "MISSED"
+        print(f"{jobs:4d}  {attempts:8d}  {seconds:7.1f}  {rate:16.0f}  {speedup:7.2f}  {ok}")
+
+
+# -- 2. decisions ----------------------------------------------------------------------------
+
+KNOBS = 30
+TARGETS = [(7 * i + 3) % 10 for i in range(KNOBS)]
+NOISY_BENCH = """import random, time, calc
+time.sleep({sleep})
+targets = {targets}
+true = sum((getattr(calc, f"X{{i}}") - t) ** 2 for i, t in enumerate(targets))
+print(true + random.gauss(0, {noise}))
+"""
+MOVE = """import random, re
+text = open("calc.py").read()
+i = random.randrange({knobs})
+step = random.choice((-1, 1))
+def move(m):
+    return f"X{{i}} = {{min(9, max(0, int(m.group(1)) + step))}}"
+text = re.sub(rf"^X{{i}} = (\\d+)$", move, text, flags=re.M)
+open("calc.py", "w").write(text)
+"""
+
+
+def true_value(repo: Path, commit: str) -> float:
+    text = git(repo, "show", f"{commit}:calc.py")
+    values = dict(line.split(" = ") for line in text.splitlines() if line.strip())
+    return float(sum((int(values[f"X{i}"]) - t) ** 2 for i, t in enumerate(TARGETS)))
+
+
+def decisions(sleep: float, budget: float, noise: float) -> None:
+    print(
+        f"\n## Decisions: {KNOBS} knobs, noise sigma {noise:g}, metric sleeps {sleep:g} s, "
+        f"{budget:g} s of campaign per run"
+    )
+    print("jobs  attempts  seconds  true gain  gain/hour  keeps  false keeps")
+    calc = "".join(f"X{i} = 0\n\n#\n\n" for i in range(KNOBS))
+    rates = {}
+    for jobs in (1, 4):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = campaign(
+                Path(tmp),
+                calc,
+                NOISY_BENCH.format(sleep=sleep, targets=TARGETS, noise=noise),
+                MOVE.format(knobs=KNOBS),
+                iterations=100000,
+                minutes=budget / 60,
+            )
+            records, seconds = run(repo, jobs)
+            start = true_value(repo, records[0].commit or "")
+            keeps = [r for r in records if r.status.sets_best and r.iteration]
+            false = sum(
+                1
+                for r in keeps
+                if true_value(repo, r.commit or "") >= true_value(repo, r.parent or "")
+            )
+            best = keeps[-1].commit if keeps else records[0].commit
+            gain = start - true_value(repo, best or "")
+        rates[jobs] = gain / seconds * 3600
+        share = false / len(keeps) if keeps else 0.0
+        print(
+            f"{jobs:4d}  {len(records) - 1:8d}  {seconds:7.1f}  {gain:9.0f}  "
+            f"{rates[jobs]:9.0f}  {len(keeps):5d}  {false:3d} ({share:.1%})"
+        )
+    ratio = rates[4] / rates[1] if rates[1] else float("inf")
+    print(f"true gain per hour, 4 jobs vs 1: {ratio:.2f}x (goal >= 3x)")
+
+
+# -- 3. merge and re-verify ------------------------------------------------------------------
+
+ADD = """import calc, time
+time.sleep({sleep})
+print(10 - calc.A - 2 * calc.B - 3 * calc.C - calc.D)
+"""
+# Each change helps alone; any two together cost more than they bring.
+INTERACT = """import calc, time
+time.sleep({sleep})
+on = [calc.A, calc.B, calc.C, calc.D]
+pairs = sum(on[i] * on[j] for i in range(4) for j in range(i + 1, 4))
+print(10 - calc.A - 2 * calc.B - 3 * calc.C - calc.D + 6 * pairs)
+"""
+ONE_EACH = """import os
+name = "ABCD"[(int(os.environ["AUTORESEARCH_ITERATION"]) - 1) % 4]
+text = open("calc.py").read().replace(f"{name} = 0", f"{name} = 1")
+open("calc.py", "w").write(text)
+"""
+
+
+def merge(sleep: float) -> None:
+    print("\n## Merge and re-verify: four winners from the same base, 4 jobs")
+    print("scenario    tried  kept  superseded  best single  final  gain over best single")
+    calc = "A = 0\n\n#\n\nB = 0\n\n#\n\nC = 0\n\n#\n\nD = 0\n"
+    for name, bench in (("additive", ADD), ("interacting", INTERACT)):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = campaign(
+                Path(tmp), calc, bench.format(sleep=sleep), ONE_EACH, iterations=4, rule="strict"
+            )
+            records, _ = run(repo, 4)
+        tried = sum(1 for r in records if r.note and "merged onto" in r.note)
+        merged = sum(1 for r in records if r.status is Status.MERGED)
+        superseded = sum(1 for r in records if r.status is Status.SUPERSEDED)
+        singles = [
+            r.metric
+            for r in records
+            if r.iteration and r.metric is not None and not (r.note and "merged onto" in r.note)
+        ]
+        # A winner merged later was first measured alone: its note keeps that number.
+        for r in records:
+            if r.note and "merged onto" in r.note:
+                singles.append(float(r.note.split("(")[1].split(")")[0]))
+        best_single = min(singles)
+        final = [r.metric for r in records if r.status.sets_best][-1]
+        assert final is not None
+        print(
+            f"{name:11s} {tried:5d}  {merged:4d}  {superseded:10d}  {best_single:11g}  "
+            f"{final:5g}  {best_single - final:+g}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sleep", type=float, default=4.0)
+    parser.add_argument("--budget", type=float, default=40.0)
+    parser.add_argument("--noise", type=float, default=0.5)
+    parser.add_argument("--parts", default="throughput,decisions,merge")
+    args = parser.parse_args()
+    parts = args.parts.split(",")
+    print(f"bench/parallel.py on {os.cpu_count()} cores: {json.dumps(vars(args))}")
+    if "throughput" in parts:
+        throughput(args.sleep)
+    if "decisions" in parts:
+        decisions(args.sleep, args.budget, args.noise)
+    if "merge" in parts:
+        merge(args.sleep)
+
+
+if __name__ == "__main__":
+    main()
