@@ -8,6 +8,7 @@ ledger verifies; slots get their own GPUs.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,67 @@ def test_optuna_asks_several_trials_at_once_and_hears_every_one(tmp_path: Path) 
     states = [t.state for t in study.trials]
     assert optuna.trial.TrialState.RUNNING not in states  # every trial told back
     assert len(study.trials) == len(attempts) + 1  # and the baseline
+
+
+SPAN = """import calc, os, time
+began = time.time()
+time.sleep(0.3)
+with open(os.path.join({spans!r}, os.urandom(8).hex()), "w") as f:
+    f.write(f"{{began}} {{time.time()}}")
+print(calc.N, sorted(os.sched_getaffinity(0)))
+"""
+
+
+@pytest.mark.parametrize("key", ["metric.exclusive", "executor.measure_jobs"])
+def test_an_exclusive_metric_is_never_measured_beside_another(tmp_path: Path, key: str) -> None:
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    value: object = True if key == "metric.exclusive" else 1
+    repo = script_campaign(
+        tmp_path,
+        'sed -i "s/^N = .*/N = $((20 - AUTORESEARCH_ITERATION))/" calc.py\n',
+        bench=SPAN.format(spans=str(spans)),
+        **{
+            key: value,
+            "metric.pattern": r"^(\d+)",
+            "stop.max_iterations": 5,
+            "sandbox.writable": [str(spans)],
+        },
+    )
+    records, _ = run(repo, jobs=3)
+    assert len({r.slot for r in records if r.iteration}) > 1
+    intervals = sorted(tuple(float(x) for x in p.read_text().split()) for p in spans.iterdir())
+    assert len(intervals) >= 5
+    for (_, end), (start, _) in itertools.pairwise(intervals):
+        assert start >= end, intervals
+
+
+def test_each_slot_runs_on_its_own_cores(tmp_path: Path) -> None:
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    repo = script_campaign(
+        tmp_path,
+        'sed -i "s/^N = .*/N = $((20 - AUTORESEARCH_ITERATION))/" calc.py\n',
+        bench=SPAN.format(spans=str(spans)),
+        **{
+            "executor.cpus_per_job": 1,
+            "metric.pattern": r"^(\d+)",
+            "stop.max_iterations": 4,
+            "sandbox.writable": [str(spans)],
+        },
+    )
+    records, _ = run(repo, jobs=2)
+    logs = repo / ".autoresearch" / "t" / "logs"
+    cores: dict[int, set[str]] = {}
+    for record in records[1:]:
+        if record.samples and record.slot is not None:
+            out = (logs / f"{record.iteration:04d}-metric-1.out").read_text()
+            cores.setdefault(record.slot, set()).add(out.split(" ", 1)[1].strip())
+    assert all(len(seen) == 1 for seen in cores.values()), cores
+    pinned = [next(iter(seen)) for seen in cores.values()]
+    assert len(set(pinned)) == len(pinned)  # no two slots share a core
+    assert all(p.count(",") == 0 for p in pinned)  # one core each
