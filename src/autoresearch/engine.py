@@ -21,7 +21,7 @@ from autoresearch.decide import Verdict
 from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
-from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.executors import Executor, executor_for
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import (
@@ -91,7 +91,7 @@ class Engine:
         self.own_proposer = proposer is None  # made from the config: one per slot with jobs
         self.jobs = jobs or campaign.config.executor.jobs
         self.requeue: list[AttemptRecord] = []  # candidates of slots lost in a crash
-        self.executor: Executor = executor or LocalExecutor()
+        self.executor: Executor = executor or executor_for(campaign)
         self.on_event: Listener = on_event or (lambda event: None)
         self.clock = clock
         self.max_iterations = (

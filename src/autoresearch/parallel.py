@@ -682,6 +682,9 @@ class SlotLoop:
         while self.busy():
             for slot in self.busy():
                 slot.child.kill_leftover()
+                stop = getattr(slot.executor, "cancel", None)
+                if callable(stop):
+                    stop()  # runs on other machines: a Ray executor cancels its tasks
             try:
                 message = self.outbox.get(timeout=0.2)
             except queue.Empty:
