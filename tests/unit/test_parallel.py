@@ -9,6 +9,7 @@ ledger verifies; slots get their own GPUs.
 from __future__ import annotations
 
 import itertools
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,32 @@ def test_each_slot_runs_on_its_own_cores(tmp_path: Path) -> None:
     pinned = [next(iter(seen)) for seen in cores.values()]
     assert len(set(pinned)) == len(pinned)  # no two slots share a core
     assert all(p.count(",") == 0 for p in pinned)  # one core each
+
+
+# Attempt 2 edits the judge; the others make plain changes (attempt 3 out of scope).
+RULE_BREAKER = """case "$AUTORESEARCH_ITERATION" in
+  2) echo "print(0)" > bench.py;;
+  3) echo hi > notes.txt;;
+  *) sed -i "s/^N = .*/N = $((10 - AUTORESEARCH_ITERATION))/" calc.py; sleep 0.5;;
+esac
+"""
+
+
+def test_scope_and_tamper_rules_hold_in_every_slot(tmp_path: Path) -> None:
+    repo = script_campaign(tmp_path, RULE_BREAKER, **{"stop.max_iterations": 6})
+    result = Engine(load_campaign(repo), jobs=3).run()
+    assert result.exit_code == 3 and result.stop_reason == "tampered"
+    records = Ledger(repo / ".autoresearch" / "t").read()
+    by_iteration = {r.iteration: r for r in records}
+    assert by_iteration[2].status is Status.TAMPERED
+    assert by_iteration[3].status is Status.SCOPE_VIOLATION
+    # Neither kept anything nor left its content under a ref.
+    for bad in (2, 3):
+        ref = f"refs/autoresearch/t/{bad}"
+        assert subprocess.run(["git", "rev-parse", "-q", "--verify", ref], cwd=repo).returncode
+    assert "print(0)" not in git(repo, "show", "autoresearch/t:bench.py")
+    assert "notes.txt" not in git(repo, "ls-tree", "-r", "--name-only", "autoresearch/t")
+    # Every attempt that started is logged once; nothing started after the halt.
+    started = sorted(by_iteration)
+    assert started == list(range(len(started))) and len(started) == len(records)
+    assert verify_campaign(repo, repo / ".autoresearch" / "t", "t").ok

@@ -73,7 +73,7 @@ def ray_cluster(workers: int = 1, head_cpus: int = 1, cpus: int = 1) -> Iterator
         )
     ]
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240
         while _alive_nodes(address) < 1:
             if time.monotonic() > deadline or nodes[0].poll() is not None:
                 raise RuntimeError((temp / "head.log").read_text(errors="replace")[-2000:])
@@ -84,7 +84,11 @@ def ray_cluster(workers: int = 1, head_cpus: int = 1, cpus: int = 1) -> Iterator
             )
         while _alive_nodes(address) < workers + 1:
             if time.monotonic() > deadline:
-                raise RuntimeError("the worker nodes did not join the cluster")
+                logs = "".join(
+                    (temp / f"worker{k}.log").read_text(errors="replace")[-1500:]
+                    for k in range(workers)
+                )
+                raise RuntimeError(f"the worker nodes did not join the cluster: {logs}")
             time.sleep(0.5)
         yield address
     finally:
