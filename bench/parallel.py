@@ -5,13 +5,11 @@ Three figures, each on real git repositories with sleep-bound metrics:
 1. Throughput: experiments per hour with 1, 2, 4 and 8 jobs side by side on a metric that
    sleeps (`--sleep` seconds) and never improves (every attempt is a plain discard, so
    each costs one proposal and one measurement). Goal: >= 0.85 N times the 1-job rate.
-2. Decisions: true gain per wall-clock hour with 4 jobs vs 1 on a simulated noisy metric
-   (`true = sum((x_i - t_i)^2)` over 40 knobs of 20 levels, far from their targets at the
-   start so that neither run runs out of improvements; the proposer moves one knob by one
-   step, the
-   metric sleeps and prints the true value plus Gaussian noise). A false keep is a keep
-   whose true value is not better than the incumbent it replaced. Goal: >= 3x, false
-   keeps <= 5%.
+2. Decisions: true gain per wall-clock hour with 4 jobs vs 1 on the decision benchmark's
+   candidates (see bench/decisions.py: 55% neutral, 30% harmful, 15% helpful; noise 1% of
+   the value, rule `sequential`), with a metric that sleeps. A false keep is a keep whose
+   true value is not better than the incumbent it replaced, counted against the
+   candidates that are not better. Goal: >= 3x, false keeps <= 5%.
 3. Merge and re-verify: four winners from the same base, on a metric where their effects
    add and on one where they interact (any two together are worse than either alone):
    combinations tried and kept, and the final metric against the best single winner.
@@ -26,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -58,7 +57,7 @@ timeout = 60
 [sandbox]
 isolation = "none"
 [decision]
-rule = "{rule}"
+{decision}
 """
 
 
@@ -70,7 +69,7 @@ def campaign(
     *,
     iterations: int,
     minutes: float = 0,
-    rule: str = "strict",
+    decision: str = 'rule = "strict"',
     ray: str | None = None,
 ) -> Path:
     repo = folder / "repo"
@@ -79,7 +78,9 @@ def campaign(
     script.write_text(proposer)
     (repo / "calc.py").write_text(calc)
     (repo / "bench.py").write_text(bench)
-    config = CONFIG.format(iterations=iterations, minutes=minutes, proposer=script, rule=rule)
+    config = CONFIG.format(
+        iterations=iterations, minutes=minutes, proposer=script, decision=decision
+    )
     if ray:
         config += f'[executor]\nkind = "ray"\naddress = "{ray}"\n'
     (repo / "autoresearch.toml").write_text(config)
@@ -140,52 +141,74 @@ def throughput(
 
 # -- 2. decisions ----------------------------------------------------------------------------
 
-KNOBS = 40
-LEVELS = 20
-TARGETS = [(7 * i + 3) % LEVELS for i in range(KNOBS)]
+# The decision benchmark's candidates (bench/decisions.py, "gauss 1%"): the code's true
+# value is 100 - sum(E); 55% of candidates are neutral, 30% harmful, 15% helpful (about 4%
+# of the start value each). Candidate i sets its own E<i>, on a line of its own, so winners
+# from the same incumbent merge cleanly and their effects add up.
+PLAN_SIZE = 1500
+START = 100.0
+PLANNED = """import json, os
+i = int(os.environ["AUTORESEARCH_ITERATION"])
+plan = json.load(open({plan!r}))
+effect = plan[i - 1] if i <= len(plan) else 0.0
+text = open("calc.py").read().replace(f"E{{i}} = 0.0\\n", f"E{{i}} = {{effect!r}}\\n", 1)
+open("calc.py", "w").write(text)
+print(f"candidate {{i}} (true effect {{effect:+.3f}})")
+"""
 NOISY_BENCH = """import random, time, calc
 time.sleep({sleep})
-targets = {targets}
-true = sum((getattr(calc, f"X{{i}}") - t) ** 2 for i, t in enumerate(targets))
-print(true + random.gauss(0, {noise}))
+true = {start} - sum(v for k, v in vars(calc).items() if k.startswith("E"))
+print(true + random.gauss(0, {sigma_pct} / 100 * true))
 """
-MOVE = """import random, re
-text = open("calc.py").read()
-i = random.randrange({knobs})
-step = random.choice((-1, 1))
-def move(m):
-    return f"X{{i}} = {{min({top}, max(0, int(m.group(1)) + step))}}"
-text = re.sub(rf"^X{{i}} = (\\d+)$", move, text, flags=re.M)
-open("calc.py", "w").write(text)
-"""
+DECISION = 'rule = "sequential"\nmin_delta = "0.5%"\nmax_samples = 8\nconfidence = 0.95'
+
+
+def make_plan(seed: int = 0, helpful_pct: float = 4.0) -> list[float]:
+    rng = random.Random(f"parallel-{seed}")
+    h = helpful_pct / 100.0 * START
+    plan = []
+    for _ in range(PLAN_SIZE):
+        u = rng.random()
+        if u < 0.55:
+            plan.append(-0.0)  # a real change of the file, with no effect
+        elif u < 0.85:
+            plan.append(-rng.uniform(0.5, 2.5) * h)
+        else:
+            plan.append(rng.uniform(0.25, 1.75) * h)
+    return plan
 
 
 def true_value(repo: Path, commit: str) -> float:
     text = git(repo, "show", f"{commit}:calc.py")
-    values = dict(line.split(" = ") for line in text.splitlines() if " = " in line)
-    return float(sum((int(values[f"X{i}"]) - t) ** 2 for i, t in enumerate(TARGETS)))
+    values = [float(line.split(" = ")[1]) for line in text.splitlines() if " = " in line]
+    return START - sum(values)
 
 
-def decisions(sleep: float, budget: float, noise: float) -> None:
+def decisions(sleep: float, budget: float, sigma_pct: float) -> None:
     print(
-        f"\n## Decisions: {KNOBS} knobs, noise sigma {noise:g}, metric sleeps {sleep:g} s, "
-        f"{budget:g} s of campaign per run"
+        f"\n## Decisions: the decision benchmark's candidates, noise {sigma_pct:g}% (gauss), "
+        f"rule sequential, metric sleeps {sleep:g} s, {budget:g} s of campaign per run"
     )
-    print("jobs  attempts  seconds  true gain  gain/hour  keeps  false keeps")
-    calc = "".join(f"X{i} = 0\n\n#\n\n" for i in range(KNOBS))
+    print(
+        "jobs  attempts  seconds  true gain  gain/hour  keeps  merged  superseded  "
+        "false keeps (of not-better candidates)"
+    )
+    plan = make_plan()
+    calc = "".join(f"E{i} = 0.0\n\n#\n\n" for i in range(1, PLAN_SIZE + 1))
     rates = {}
     for jobs in (1, 4):
         with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "plan.json").write_text(json.dumps(plan))
             repo = campaign(
                 Path(tmp),
                 calc,
-                NOISY_BENCH.format(sleep=sleep, targets=TARGETS, noise=noise),
-                MOVE.format(knobs=KNOBS, top=LEVELS - 1),
-                iterations=100000,
+                NOISY_BENCH.format(sleep=sleep, start=START, sigma_pct=sigma_pct),
+                PLANNED.format(plan=str(Path(tmp) / "plan.json")),
+                iterations=PLAN_SIZE,
                 minutes=budget / 60,
+                decision=DECISION,
             )
             records, seconds = run(repo, jobs)
-            start = true_value(repo, records[0].commit or "")
             keeps = [r for r in records if r.status.sets_best and r.iteration]
             false = sum(
                 1
@@ -193,12 +216,17 @@ def decisions(sleep: float, budget: float, noise: float) -> None:
                 if true_value(repo, r.commit or "") >= true_value(repo, r.parent or "")
             )
             best = keeps[-1].commit if keeps else records[0].commit
-            gain = start - true_value(repo, best or "")
+            gain = true_value(repo, records[0].commit or "") - true_value(repo, best or "")
+        measured = [r for r in records if r.iteration and r.samples]
+        not_better = sum(1 for r in measured if plan[r.iteration - 1] <= 0)
+        merged = sum(1 for r in records if r.status is Status.MERGED)
+        superseded = sum(1 for r in records if r.status is Status.SUPERSEDED)
         rates[jobs] = gain / seconds * 3600
-        share = false / len(keeps) if keeps else 0.0
+        share = false / not_better if not_better else 0.0
         print(
-            f"{jobs:4d}  {len(records) - 1:8d}  {seconds:7.1f}  {gain:9.0f}  "
-            f"{rates[jobs]:9.0f}  {len(keeps):5d}  {false:3d} ({share:.1%})"
+            f"{jobs:4d}  {len(records) - 1:8d}  {seconds:7.1f}  {gain:9.1f}  "
+            f"{rates[jobs]:9.0f}  {len(keeps):5d}  {merged:6d}  {superseded:10d}  "
+            f"{false} of {not_better} ({share:.1%})"
         )
     ratio = rates[4] / rates[1] if rates[1] else float("inf")
     print(f"true gain per hour, 4 jobs vs 1: {ratio:.2f}x (goal >= 3x)")
@@ -230,9 +258,7 @@ def merge(sleep: float) -> None:
     calc = "A = 0\n\n#\n\nB = 0\n\n#\n\nC = 0\n\n#\n\nD = 0\n"
     for name, bench in (("additive", ADD), ("interacting", INTERACT)):
         with tempfile.TemporaryDirectory() as tmp:
-            repo = campaign(
-                Path(tmp), calc, bench.format(sleep=sleep), ONE_EACH, iterations=4, rule="strict"
-            )
+            repo = campaign(Path(tmp), calc, bench.format(sleep=sleep), ONE_EACH, iterations=4)
             records, _ = run(repo, 4)
         tried = sum(1 for r in records if r.note and "merged onto" in r.note)
         merged = sum(1 for r in records if r.status is Status.MERGED)
@@ -259,7 +285,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sleep", type=float, default=4.0)
     parser.add_argument("--budget", type=float, default=150.0)
-    parser.add_argument("--noise", type=float, default=0.5)
+    parser.add_argument("--noise", type=float, default=1.0, help="noise, %% of the value")
     parser.add_argument("--parts", default="throughput,decisions,merge")
     args = parser.parse_args()
     parts = args.parts.split(",")

@@ -331,7 +331,8 @@ class Slot:
             screened = screen(proposal, collected.candidate, changes, self.rules)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)
-            self.check_cancelled()
+            if screened is None:
+                self.check_cancelled()  # what screening found stands, cancelled or not
             steps = replace(steps, outcome=screened or view._measure(iteration, collected))
             self.workspace.check()
         except WorkspaceHijacked as exc:

@@ -222,6 +222,16 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
     assert shown[0]["phase"] == "measuring" and shown[0]["elapsed_seconds"] > 0
     assert shown[1]["iteration"] is None
     assert campaign_status(state)["slots"] == []  # not running: nothing in flight
+    # While an engine holds the lock, `status --json` and the dashboard's api/status show
+    # the slots.
+    from filelock import FileLock
+
+    with FileLock(str(state / "engine.lock")):
+        slots = campaign_status(state)["slots"]
+    assert [s["iteration"] for s in slots] == [7, None]
+    from autoresearch.dashboard import page
+
+    assert 'id="slots"' in page() and "status.slots" in page()
 
 
 OPTUNA = """\
@@ -339,7 +349,7 @@ def test_each_slot_runs_on_its_own_cores(tmp_path: Path) -> None:
 
 # Attempt 2 edits the judge; the others make plain changes (attempt 3 out of scope).
 RULE_BREAKER = """case "$AUTORESEARCH_ITERATION" in
-  2) echo "print(0)" > bench.py;;
+  2) sleep 2; echo "print(0)" > bench.py;;
   3) echo hi > notes.txt;;
   *) sed -i "s/^N = .*/N = $((10 - AUTORESEARCH_ITERATION))/" calc.py; sleep 0.5;;
 esac
