@@ -418,6 +418,9 @@ class SlotLoop:
             self.shared = engine.proposer if parallel_safe else SharedProposer(engine.proposer)
         self.cpus = self._cpus()
         self.next_iteration = engine._last_iteration() + 1
+        if engine.pending is not None:  # lost by a sequential run: measured here first
+            engine.requeue.insert(0, engine.pending)
+            engine.pending = None
 
     # -- slot resources ---------------------------------------------------------------------
 
