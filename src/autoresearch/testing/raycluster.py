@@ -78,18 +78,16 @@ def ray_cluster(workers: int = 1, head_cpus: int = 1, cpus: int = 1) -> Iterator
             if time.monotonic() > deadline or nodes[0].poll() is not None:
                 raise RuntimeError((temp / "head.log").read_text(errors="replace")[-2000:])
             time.sleep(0.5)
+        # One node at a time: nodes started together on one machine can time out.
         for k in range(workers):
             nodes.append(
                 _start(f"--address={address}", f"--num-cpus={cpus}", log=temp / f"worker{k}.log")
             )
-        while _alive_nodes(address) < workers + 1:
-            if time.monotonic() > deadline:
-                logs = "".join(
-                    (temp / f"worker{k}.log").read_text(errors="replace")[-1500:]
-                    for k in range(workers)
-                )
-                raise RuntimeError(f"the worker nodes did not join the cluster: {logs}")
-            time.sleep(0.5)
+            while _alive_nodes(address) < k + 2:
+                if time.monotonic() > deadline or nodes[-1].poll() is not None:
+                    log = (temp / f"worker{k}.log").read_text(errors="replace")[-1500:]
+                    raise RuntimeError(f"worker node {k} did not join the cluster: {log}")
+                time.sleep(0.5)
         yield address
     finally:
         for node in reversed(nodes):
