@@ -321,7 +321,8 @@ class Slot:
                 note = f"the candidate of attempt {task.lost.iteration}, measured on resume"
                 proposal, seconds, watch = view._replay(task.lost)
             steps = replace(steps, proposal=proposal, propose_seconds=seconds, note=note)
-            self.check_cancelled()
+            if self.loop.cancelled.is_set():
+                raise Interrupted()  # the proposer was stopped, not failed
             collected = view._collect(iteration, proposal, watch)
             steps = replace(steps, collected=collected)
             if collected.commit is not None:
@@ -333,7 +334,8 @@ class Slot:
                 self.workspace.forget(iteration)
             if screened is None:
                 self.check_cancelled()  # what screening found stands, cancelled or not
-            steps = replace(steps, outcome=screened or view._measure(iteration, collected))
+            outcome = screened or self.stopped(view._measure(iteration, collected))
+            steps = replace(steps, outcome=outcome)
             self.workspace.check()
         except WorkspaceHijacked as exc:
             # Nothing is rolled back: the folder is not the engine's any more.
@@ -348,10 +350,20 @@ class Slot:
         assert steps.collected is not None
         try:
             self.check_cancelled()
-            outcome: Screened | Judged = view._measure(task.iteration, steps.collected)
+            outcome: Screened | Judged = self.stopped(
+                view._measure(task.iteration, steps.collected)
+            )
         except Interrupted:
             outcome = Screened(Status.INTERRUPTED, STOPPED)
         return replace(steps, outcome=outcome)
+
+    def stopped(self, outcome: Judged) -> Judged:
+        """A run that failed because the engine killed it (a signal, a halt) was stopped,
+        not a crash of the candidate."""
+        cut = outcome.status in (Status.CRASH, Status.TIMEOUT, Status.GUARD_FAILED)
+        if cut and self.loop.cancelled.is_set():
+            return replace(outcome, status=Status.INTERRUPTED, reason=STOPPED)
+        return outcome
 
     def check_cancelled(self) -> None:
         if self.loop.cancelled.is_set():
