@@ -174,6 +174,7 @@ class Task:
     lost: AttemptRecord | None = None  # a candidate re-queued after the engine died
     steps: Steps | None = None  # a winner merged onto a newer incumbent: measure again
     combined: tuple[int, ...] = ()  # the attempts whose changes it holds
+    alone: str = ""  # how the winner did alone, for the record of its combinations
 
 
 @dataclass
@@ -670,14 +671,19 @@ class SlotLoop:
         )
         earlier = task.combined[:-1] if task.combined else ()
         combined = tuple(dict.fromkeys((*earlier, *since, task.iteration)))
+        alone = task.alone or (
+            f"a winner against {task.start.commit[:12]} ({_metric(outcome.measured)})"
+        )
         note = (
-            f"a winner against {task.start.commit[:12]} ({_metric(outcome.measured)}); its "
-            f"change merged onto {current.commit[:12]} (with {names}) and measured again"
+            f"{alone}; its change merged onto {current.commit[:12]} (with {names}) and "
+            "measured again"
         )
         again = replace(steps, collected=merged, outcome=NOT_FINISHED, note=note)
         known = in_flight_record(again, current, LOST_REASON)
         self.slot_of(task).info.record = replace(known, slot=self.slot_of(task).index).to_json()
-        return Task(task.iteration, current, task.began, steps=again, combined=combined)
+        return Task(
+            task.iteration, current, task.began, steps=again, combined=combined, alone=alone
+        )
 
     def kept_since(self, commit: str) -> list[int]:
         commits = [c for _, c in self.kept]
