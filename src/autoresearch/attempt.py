@@ -38,6 +38,10 @@ class Status(StrEnum):
     AWAITING_APPROVAL = "awaiting_approval"  # better, touches [approval] paths: parked
     REJECTED = "rejected"  # a parked candidate a person (or --unattended) turned down
     REWORK = "rework"  # better, guard failed: sent back to the proposer to fix
+    # With several candidates in flight: a winner whose change conflicts with a candidate
+    # kept since it started, and a combination of winners kept as one.
+    SUPERSEDED = "superseded"
+    MERGED = "merged"
 
     @property
     def halts(self) -> bool:
@@ -47,7 +51,7 @@ class Status(StrEnum):
     @property
     def sets_best(self) -> bool:
         """The attempt's commit is the incumbent afterwards."""
-        return self in (Status.BASELINE, Status.KEEP)
+        return self in (Status.BASELINE, Status.KEEP, Status.MERGED)
 
     @property
     def counts_toward_plateau(self) -> bool:
@@ -68,6 +72,8 @@ class Status(StrEnum):
             Status.OVERFIT,
             Status.AWAITING_APPROVAL,
             Status.REJECTED,
+            Status.SUPERSEDED,
+            Status.MERGED,
         )
 
     @property
@@ -84,6 +90,8 @@ class Status(StrEnum):
             Status.OVERFIT,
             Status.AWAITING_APPROVAL,
             Status.REWORK,
+            Status.SUPERSEDED,
+            Status.MERGED,
         )
 
     @property
@@ -177,6 +185,11 @@ class AttemptRecord:
     delta: float | None = None
     best: float | None = None
     timings: Timings | None = None
+    # With several candidates in flight (`[executor] jobs`): the incumbent the samples were
+    # compared with, the slot that ran the attempt, and for `merged` the attempts combined.
+    measured_against: str | None = None
+    slot: int | None = None
+    combined: tuple[int, ...] | None = None
     utc: str | None = None
     prev_hash: str | None = None
     # What the engine asked for: the hypothesis from the queue, the strategy when stuck.
@@ -247,6 +260,9 @@ class AttemptRecord:
             delta=_opt_float(take("delta")),
             best=_opt_float(take("best")),
             timings=timings,
+            measured_against=take("measured_against"),
+            slot=_opt_int(take("slot")),
+            combined=_combined(take("combined")),
             utc=take("utc"),
             prev_hash=take("prev_hash"),
             hypothesis=take("hypothesis"),
@@ -293,6 +309,9 @@ class AttemptRecord:
             ("holdout", self.holdout),
             ("rework_of", self.rework_of),
             ("approval_of", self.approval_of),
+            ("measured_against", self.measured_against),
+            ("slot", self.slot),
+            ("combined", None if self.combined is None else list(self.combined)),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:
@@ -369,6 +388,10 @@ def _opt_float(value: Any) -> float | None:
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _combined(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(v) for v in value)
 
 
 class StopReason(StrEnum):

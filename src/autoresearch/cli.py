@@ -25,7 +25,7 @@ from autoresearch.gitcmd import repo_root
 from autoresearch.ledger import StateFile, stored_object
 from autoresearch.lifecycle import Interrupted, RunResult
 from autoresearch.render import Printer, attempts_table, gain_text, num, safe
-from autoresearch.status import campaign_status, find_state_dir, read_records
+from autoresearch.status import campaign_status, find_state_dir, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 console = Console(highlight=False, soft_wrap=True)
@@ -122,6 +122,12 @@ def main() -> None:
     is_flag=True,
     help="Nobody is there to approve: reject candidates touching [approval] paths at once.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=None,
+    help="Candidates in flight at once (overrides [executor] jobs).",
+)
 @handle_errors
 def run(
     config_path: Path | None,
@@ -130,6 +136,7 @@ def run(
     plain: bool,
     hypotheses: Path | None,
     unattended: bool = False,
+    jobs: int | None = None,
 ) -> None:
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
@@ -138,7 +145,9 @@ def run(
 
         added = queue_file(campaign, hypotheses)
         console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
-    result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended)
+    result = run_engine(
+        campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended, jobs=jobs
+    )
     sys.exit(result.exit_code)
 
 
@@ -186,6 +195,7 @@ def run_engine(
     quiet: bool,
     plain: bool,
     unattended: bool = False,
+    jobs: int | None = None,
 ) -> RunResult:
     """Run the engine with the live view on a terminal, else one line per attempt."""
     from autoresearch.tracking import make_tracker
@@ -198,6 +208,7 @@ def run_engine(
             on_event=fan_out(printer, tracker),
             max_iterations=max_iterations,
             unattended=unattended,
+            jobs=jobs,
         )
         return engine.run()
     from autoresearch.live import LiveView
@@ -211,6 +222,7 @@ def run_engine(
             on_event=fan_out(view, tracker),
             max_iterations=max_iterations,
             unattended=unattended,
+            jobs=jobs,
         )
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)
@@ -242,6 +254,8 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     else:
         state = f"stopped: {data['stop_reason'] or 'never finished'}"
     lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
+    for slot in data.get("slots") or []:
+        lines.append(safe(slot_line(slot)))
     change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
     commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(

@@ -72,6 +72,8 @@ class MetricConfig(_Strict):
     key: str | None = None
     name: str | None = None
     score: str | None = None  # a composite of [[metrics]] / METRIC values (criteria.py)
+    # Never measured beside another candidate (a timing metric that contention corrupts).
+    exclusive: bool = False
 
     @model_validator(mode="after")
     def _sources(self) -> MetricConfig:
@@ -202,6 +204,29 @@ class SandboxConfig(_Strict):
     writable: list[str] = Field(default_factory=list)  # more paths a sandboxed command may write
 
 
+class ExecutorConfig(_Strict):
+    """How many candidates are in flight at once, and where they are measured."""
+
+    kind: Literal["local", "ray"] = "local"
+    jobs: Int = Field(default=1, ge=1, le=256)  # proposals in flight
+    measure_jobs: Int | None = Field(default=None, ge=1, le=256)  # measurements at once
+    gpus: list[Int] = Field(default_factory=list)  # one CUDA_VISIBLE_DEVICES id per slot
+    cpus_per_job: Int = Field(default=0, ge=0, le=4096)  # cores pinned per slot (0 = off)
+    address: str = "auto"  # ray: "auto", "local" or "ray://host:port"
+    num_cpus: float = Field(default=1.0, ge=0)  # ray: per measurement task
+    num_gpus: float = Field(default=0.0, ge=0)  # ray: per measurement task
+    runtime_env: dict[str, Any] = Field(default_factory=dict)  # ray: passed to ray.init
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, value: list[int]) -> list[int]:
+        if any(g < 0 for g in value):
+            raise ValueError("GPU ids must be 0 or more")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a GPU id twice")
+        return value
+
+
 class TrackingConfig(_Strict):
     mlflow: bool = False  # one MLflow run per campaign (honours MLFLOW_TRACKING_URI)
     experiment: str | None = None  # default: autoresearch-<name>
@@ -248,6 +273,7 @@ class CampaignConfig(_Strict):
     proposer: ProposerConfig = Field(default_factory=ProposerConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     decision: DecisionConfig = Field(default_factory=DecisionConfig)
     ideas: str = "autoresearch.ideas.md"  # the ideas backlog in the checkout ("" = none)
     # `[[proposer]]` tables in order (the first is `proposer`); empty for one `[proposer]`

@@ -27,6 +27,7 @@ from autoresearch.status import campaign_status
 # follows the enum instead of spelling status names.
 POINT_FILLS: dict[Status, str] = {
     Status.KEEP: "#2ca02c",
+    Status.MERGED: "#2ca02c",
     Status.BASELINE: "#1f77b4",
     Status.DISCARD: "#b0b0b0",
     Status.CRASH: "#d62728",
@@ -34,8 +35,8 @@ POINT_FILLS: dict[Status, str] = {
     Status.TAMPERED: "#d62728",
 }
 OTHER_FILL = "#9467bd"
-ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9"}
-POINT_RADII: dict[Status, float] = {Status.KEEP: 5}
+ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9", Status.MERGED: "#e8f5e9"}
+POINT_RADII: dict[Status, float] = {Status.KEEP: 5, Status.MERGED: 5}
 POINT_RADIUS = 3.5
 PROPERTIES = (
     "halts",
@@ -64,6 +65,7 @@ pre#diff:empty { display: none; }
 </style></head><body>
 <h1 id="title">autoresearch</h1>
 <div id="summary">loading...</div>
+<ul id="slots"></ul>
 <svg id="chart" width="900" height="320" role="img" aria-label="progress chart"></svg>
 <table id="attempts"><thead><tr><th>#</th><th>status</th><th>metric</th><th>delta</th>
 <th>description</th></tr></thead><tbody></tbody></table>
@@ -130,6 +132,16 @@ async function refresh() {
     document.getElementById("summary").textContent =
       "baseline " + fmt(status.baseline) + " | best " + fmt(status.best) + " at attempt " +
       status.best_iteration + " | attempts " + status.iterations + " | " + state;
+    const slots = document.getElementById("slots");
+    slots.innerHTML = "";
+    for (const s of (status.slots || [])) {
+      const li = document.createElement("li");
+      li.className = "slot";
+      li.textContent = "slot " + s.slot + ": " + (s.iteration === null ? "idle" :
+        "attempt " + s.iteration + ", " + s.phase +
+        (s.elapsed_seconds === null ? "" : ", " + Math.round(s.elapsed_seconds) + " s"));
+      slots.appendChild(li);
+    }
     drawChart(records);
     const body = document.querySelector("#attempts tbody");
     body.innerHTML = "";

@@ -22,7 +22,7 @@ from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
 from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
-from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.executors import Executor, executor_for
 from autoresearch.guidance import Guidance, Guide
 from autoresearch.holdout import Holdout
 from autoresearch.integrity import Fingerprint
@@ -37,6 +37,7 @@ from autoresearch.lifecycle import (
     RunResult,
     raise_interrupted,
 )
+from autoresearch.parallel import kill_slot_leftovers, lost_in_slots, run_slots
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
@@ -97,11 +98,15 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         unattended: bool = False,
         approve: AttemptRecord | None = None,
+        jobs: int | None = None,
     ) -> None:
         self.campaign = campaign
         self.cfg = campaign.config
         self.proposer = proposer
-        self.executor: Executor = executor or LocalExecutor()
+        self.own_proposer = proposer is None  # made from the config: one per slot with jobs
+        self.jobs = jobs or campaign.config.executor.jobs
+        self.requeue: list[AttemptRecord] = []  # candidates of slots lost in a crash
+        self.executor: Executor = executor or executor_for(campaign)
         self.on_event: Listener = on_event or (lambda event: None)
         self.clock = clock
         self.max_iterations = (
@@ -162,6 +167,9 @@ class Engine:
             if self.approve is not None:
                 self._approved(self.approve)
                 return self._finish(StopReason.MAX_ITERATIONS, EXIT_OK)
+            if self.jobs > 1:
+                done = run_slots(self, self.jobs)
+                return self._finish(done.reason, done.code, done.message)
             while (stop := self._stop_reason()) is None:
                 if attempts is not None and attempts <= 0:
                     self.state.update(waiting=True)
@@ -236,7 +244,13 @@ class Engine:
         if lost is not None:
             self._log(lost)
             self.pending = lost if to_measure(lost, self.workspace) else None
-        self.state.update(in_flight=None, in_flight_record=None)
+        for warning in kill_slot_leftovers(self.campaign.state_dir):
+            self.warn(warning)
+        for lost in lost_in_slots(self.state.read(), self.records):
+            self._log(lost)
+            if to_measure(lost, self.workspace):
+                self.requeue.append(lost)
+        self.state.update(in_flight=None, in_flight_record=None, slots=None)
         where = str(self.workspace.path)
         self.on_event(Started(self.summary(), self.max_iterations, where, resumed))
 

@@ -27,6 +27,7 @@ class PhaseChanged:
     sample: int | None = None
     samples: int | None = None
     side: str | None = None  # "incumbent" while the incumbent is re-measured
+    slot: int | None = None  # with `[executor] jobs` above 1: which slot's attempt
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ REMOVED = (
     "measure.git",
     "modules",
     "tmp",
+    "slots",  # with [executor] jobs: each slot's workspace and measurement folder
+    "ray.git",  # the Ray executor's commits of measured trees
 )
 
 

@@ -65,6 +65,8 @@ class LiveView:
         self.attempt_times: list[float] = []
         self.stopped: Stopped | None = None
         self.warnings: list[str] = []
+        # With several jobs: each slot's attempt, phase and when the attempt began.
+        self.slots: dict[int, tuple[int | None, str, float]] = {}
         self.live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> LiveView:
@@ -83,6 +85,10 @@ class LiveView:
                 self.max_iterations = event.max_iterations
                 self.baseline = event.summary.get("baseline")
                 self.best = event.summary.get("best")
+            case PhaseChanged() if event.slot is not None:
+                since = self.slots.get(event.slot, (None, "", 0.0))
+                began = since[2] if since[0] == event.iteration else time.monotonic()
+                self.slots[event.slot] = (event.iteration, event.phase, began)
             case PhaseChanged():
                 self.phase = event.phase
                 self.iteration = event.iteration
@@ -92,6 +98,8 @@ class LiveView:
                 else:
                     self.detail = ""
             case Attempted():
+                if event.record.slot is not None:
+                    self.slots.pop(event.record.slot, None)
                 self.attempted(event)
             case Warned():
                 self.warnings.append(event.message)
@@ -145,7 +153,15 @@ class LiveView:
         recent = attempts_table(
             self.records[-RECENT:], with_commit=False, width=70, direction=self.direction
         )
-        parts: list[Any] = [head, info, Text(f"phase: {phase}", style="yellow"), recent]
+        parts: list[Any] = [head, info]
+        if self.slots:
+            now = time.monotonic()
+            for slot, (iteration, doing, began) in sorted(self.slots.items()):
+                took = duration(now - began)
+                parts.append(Text(f"slot {slot}: #{iteration} {doing} ({took})", style="yellow"))
+        else:
+            parts.append(Text(f"phase: {phase}", style="yellow"))
+        parts.append(recent)
         for warning in self.warnings[-2:]:
             parts.append(Text(f"warning: {printable(warning)}", style="yellow"))
         if self.stopped:

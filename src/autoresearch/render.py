@@ -35,6 +35,8 @@ STATUS_STYLE: dict[Status, str] = {
     Status.AWAITING_APPROVAL: "bold blue",
     Status.REJECTED: "dim",
     Status.REWORK: "yellow",
+    Status.SUPERSEDED: "dim",
+    Status.MERGED: "bold green",
 }
 
 

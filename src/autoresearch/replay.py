@@ -97,6 +97,16 @@ def replay(records: Sequence[AttemptRecord], rule: Rule, direction: str) -> list
         if best.commit is None and index == 0:
             report("the first record is not the baseline; nothing can be re-derived")
             return findings
+        if record.slot is not None:
+            # Decided while other slots measured beside it: the samples its comparison
+            # started from depend on timing, not on ledger order. Its numbers still
+            # must follow from its samples.
+            for message in _metric(record):
+                report(message)
+            book.take(record)
+            if record.status.sets_best:
+                best = _Best(record.commit, record.metric)
+            continue
         for message in _attempt(record, book, best):
             report(message)
         for message in _numbers(record, best):

@@ -25,6 +25,7 @@ from autoresearch.summary import summarize
 COLORS: dict[Status, str] = {
     Status.BASELINE: "#1f77b4",
     Status.KEEP: "#2ca02c",
+    Status.MERGED: "#2ca02c",
     Status.DISCARD: "#b0b0b0",
     Status.CRASH: "#d62728",
     Status.TIMEOUT: "#ff7f0e",
@@ -152,7 +153,7 @@ def gather(state_dir: Path) -> dict[str, Any]:
     summary = summarize(state_dir.name, direction, records).to_json()
     summary["stop_reason"] = state.get("stop_reason")
     summary["seconds"] = round(sum(_seconds(r) for r in records), 1)
-    kept = [r for r in records if r.status is Status.KEEP]
+    kept = [r for r in records if r.status in (Status.KEEP, Status.MERGED)]
     kept.sort(key=lambda r: -abs(r.delta or 0.0))
     failures: dict[Status, list[AttemptRecord]] = defaultdict(list)
     for record in records:

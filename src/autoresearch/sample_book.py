@@ -46,7 +46,7 @@ class SampleBook:
         if record.commit and record.status.sets_best:
             count = len(record.samples or ())
             self.own[record.commit] = count
-            if record.status is Status.KEEP:
+            if record.status is not Status.BASELINE:
                 self.selected[record.commit] = count
 
     # -- as measurements come in --------------------------------------------------------

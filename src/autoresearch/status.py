@@ -6,6 +6,7 @@ starts must never be the reason that run finds its campaign locked.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,44 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "max_iterations": state.get("max_iterations"),
             "branch": f"autoresearch/{name}",
             "ledger": str(state_dir / "ledger.jsonl"),
+            "slots": slot_status(state.get("slots")) if running else [],
         }
     )
     return summary
+
+
+def slot_line(slot: dict[str, Any]) -> str:
+    """One slot as `status` prints it."""
+    if slot.get("iteration") is None:
+        return f"  slot {slot['slot']}: idle"
+    elapsed = slot.get("elapsed_seconds")
+    took = "" if elapsed is None else f", {elapsed:.0f} s"
+    return f"  slot {slot['slot']}: attempt {slot['iteration']}, {slot['phase']}{took}"
+
+
+def slot_status(slots: Any) -> list[dict[str, Any]]:
+    """What each slot of a run with several jobs is doing: attempt, phase, seconds."""
+    if not isinstance(slots, dict):
+        return []
+    now = datetime.now(UTC)
+    out = []
+    for key, info in sorted(slots.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+        if not isinstance(info, dict):
+            continue
+        elapsed = None
+        since = info.get("started_utc")
+        if isinstance(since, str):
+            try:
+                began = datetime.fromisoformat(since.replace("Z", "+00:00"))
+                elapsed = round((now - began).total_seconds(), 1)
+            except ValueError:
+                elapsed = None
+        out.append(
+            {
+                "slot": int(key) if str(key).isdigit() else key,
+                "iteration": info.get("iteration"),
+                "phase": info.get("phase") or "idle",
+                "elapsed_seconds": elapsed,
+            }
+        )
+    return out

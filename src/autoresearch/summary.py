@@ -86,7 +86,7 @@ def summarize(name: str, direction: str, records: Iterable[AttemptRecord]) -> Su
             summary.best_iteration = 0
             summary.best_commit = summary.baseline_commit
             summary.streak = 0
-        elif record.status is Status.KEEP:
+        elif record.status.sets_best:  # keep, or a combination of winners (merged)
             summary.best = record.metric
             summary.best_iteration = record.iteration
             summary.best_commit = record.commit

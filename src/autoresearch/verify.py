@@ -75,8 +75,15 @@ def verify_campaign(
         except (TypeError, ValueError) as exc:
             report.problems.append(f"line {number} is not an attempt record ({exc})")
             continue
-        expected_iteration = records[-1].iteration + 1 if records else 0
-        if record.iteration != expected_iteration:
+        seen = {r.iteration for r in records}
+        expected_iteration = max(seen) + 1 if records else 0
+        if record.slot is not None:
+            # Several slots log in the order their attempts end, not the order they began.
+            if record.iteration in seen:
+                report.problems.append(
+                    f"line {number}: iteration {record.iteration} is logged twice"
+                )
+        elif record.iteration != expected_iteration:
             report.problems.append(
                 f"line {number}: iteration {record.iteration} where "
                 f"{expected_iteration} was expected (a record is missing or repeated)"
@@ -84,6 +91,11 @@ def verify_campaign(
         records.append(record)
         numbers.append(number)
     report.records = len(records)
+    numbered = {r.iteration for r in records}
+    missing = sorted(set(range(max(numbered, default=0) + 1)) - numbered)
+    if missing and not running:
+        shown = ", ".join(str(i) for i in missing[:5])
+        report.problems.append(f"iterations {shown} are missing from the ledger")
     state = StateFile(state_dir).read()
     decision = _decision(root, state_dir, campaign, state.get("config"))
     if decision is not None:

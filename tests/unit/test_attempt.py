@@ -71,15 +71,21 @@ def test_status_strings_are_the_ledger_strings() -> None:
         "awaiting_approval",
         "rejected",
         "rework",
+        "superseded",
+        "merged",
     ]
     assert Status("keep") is Status.KEEP and Status.KEEP == "keep"
 
 
 def test_status_properties() -> None:
     assert {s for s in Status if s.halts} == {Status.TAMPERED, Status.CHECKOUT_CHANGED}
-    assert {s for s in Status if s.sets_best} == {Status.BASELINE, Status.KEEP}
+    assert {s for s in Status if s.sets_best} == {Status.BASELINE, Status.KEEP, Status.MERGED}
     plateau = {s for s in Status if s.counts_toward_plateau}
     assert Status.INTERRUPTED not in plateau and Status.DISCARD in plateau
     assert not (plateau & {Status.KEEP, Status.BASELINE})
     assert not any(s.measured and s.rolls_back_unmeasured for s in Status)
     assert not Status.DISCARD.is_failure and Status.CRASH.is_failure
+    # With several jobs: a superseded winner and a kept combination are measured outcomes.
+    assert Status.SUPERSEDED.measured and Status.MERGED.measured
+    assert not Status.SUPERSEDED.is_failure and not Status.MERGED.is_failure
+    assert Status.SUPERSEDED.counts_toward_plateau and not Status.MERGED.counts_toward_plateau

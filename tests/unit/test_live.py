@@ -66,3 +66,16 @@ def test_the_baseline_gives_no_attempt_time() -> None:
     view(Attempted(baseline, 7.0, 2))
     view(Attempted(AttemptRecord(1, Status.INTERRUPTED), 7.0, 2))
     assert view.attempt_times == [] and view.baseline == 7.0 and view.cost == 0.0
+
+
+def test_live_view_shows_every_slot() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+    with LiveView(console) as view:
+        view(Started(SUMMARY, 10, "/tmp/ws", False))
+        view(PhaseChanged("proposing", 3, slot=0))
+        view(PhaseChanged("measuring", 4, sample=1, samples=1, slot=1))
+        text = shown(view)
+        assert "slot 0: #3 proposing" in text and "slot 1: #4 measuring" in text
+        view(Attempted(AttemptRecord(3, Status.DISCARD, metric=5.0, slot=0), None, 10))
+        text = shown(view)
+        assert "slot 0:" not in text and "slot 1: #4 measuring" in text

@@ -7,6 +7,7 @@ The study lives in `.autoresearch/<name>/optuna.journal`, so a resumed campaign 
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping
@@ -21,8 +22,10 @@ from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
 from autoresearch.scope import PathMatcher
 
-# A duplicate is told the number its earlier twin measured (read from the ledger).
-MEASURED = (Status.KEEP, Status.DISCARD, Status.DUPLICATE)
+# A duplicate is told the number its earlier twin measured (read from the ledger); a
+# superseded or merged attempt's point was measured too (against an older incumbent, or
+# combined with other winners): its number is still the best evidence the study gets.
+MEASURED = (Status.KEEP, Status.DISCARD, Status.DUPLICATE, Status.SUPERSEDED, Status.MERGED)
 # The point of such an attempt was never run: it stays to be tried.
 UNMEASURED = (Status.INTERRUPTED, Status.PROPOSER_FAILED)
 # A trial whose point was never measured is marked with this user attribute.
@@ -85,6 +88,9 @@ def _short(ref: ParamRef, refs: list[ParamRef]) -> str:
 class OptunaProposer:
     # Writes files only through the engine's own code: the user's checkout is safe.
     runs_commands = False
+    # One study serves every slot with `[executor] jobs`: trials are asked while others
+    # are in flight (TPE lies about them, `constant_liar`) and told as they land.
+    parallel_safe = True
 
     def __init__(self, options: OptunaOptions, setup: ProposerSetup) -> None:
         self.options = options
@@ -104,7 +110,8 @@ class OptunaProposer:
                 )
             self.distributions[name] = _distribution(spec, is_int)
         self.study: Any = None
-        self.pending: int | None = None
+        self.pending: dict[int, int] = {}  # the trial of each attempt in flight
+        self.lock = threading.RLock()
         self._space: Any = None
 
     # -- validation ---------------------------------------------------------------------
@@ -186,7 +193,10 @@ class OptunaProposer:
             )
         else:
             inner = optuna.samplers.TPESampler(
-                seed=seed, n_startup_trials=self.options.startup_trials, multivariate=True
+                seed=seed,
+                n_startup_trials=self.options.startup_trials,
+                multivariate=True,
+                constant_liar=True,
             )
         return FreshSampler(inner, self.space())
 
@@ -247,6 +257,10 @@ class OptunaProposer:
 
     def exhausted(self) -> bool:
         """Every point of a finite space has been tried: nothing is left to propose."""
+        with self.lock:
+            return self._exhausted()
+
+    def _exhausted(self) -> bool:
         from optuna.trial import TrialState
 
         space = self.space()
@@ -266,10 +280,11 @@ class OptunaProposer:
     # -- protocol -----------------------------------------------------------------------
 
     def propose(self, ctx: ProposalContext) -> Proposal:
-        self._seed_baseline(ctx.baseline, ctx.workspace)
-        trial = self._study().ask(self.distributions)
-        trial.set_user_attr("autoresearch_iteration", ctx.iteration)
-        self.pending = trial.number
+        with self.lock:
+            self._seed_baseline(ctx.baseline, ctx.workspace)
+            trial = self._study().ask(self.distributions)
+            trial.set_user_attr("autoresearch_iteration", ctx.iteration)
+            self.pending[ctx.iteration] = trial.number
         by_file: dict[str, list[tuple[str, ParamRef]]] = defaultdict(list)
         for name, ref in self.refs.items():
             by_file[ref.file].append((name, ref))
@@ -295,11 +310,15 @@ class OptunaProposer:
         )
 
     def observe(self, outcome: Outcome) -> None:
-        if self.pending is None or self.study is None:
+        with self.lock:
+            self._observe(outcome)
+
+    def _observe(self, outcome: Outcome) -> None:
+        if outcome.iteration not in self.pending or self.study is None:
             return
         from optuna.trial import TrialState
 
-        number, self.pending = self.pending, None
+        number = self.pending.pop(outcome.iteration)
         if outcome.status in UNMEASURED:
             trial_id = self.study._storage.get_trial_id_from_study_id_trial_number(
                 self.study._study_id, number

@@ -117,6 +117,11 @@ class Space:
                 out.add(key)
         return out
 
+    def in_flight(self, trials: Sequence[FrozenTrial], asking: int) -> set[Key]:
+        """The points of trials still running, other than the one being asked for."""
+        keys = (self.key(t.params) for t in trials if t.number != asking)
+        return {k for k in keys if k is not None}
+
     def exhausted(self, tried: set[Key]) -> bool:
         return self.size is not None and len(tried) >= self.size
 
@@ -164,6 +169,9 @@ class FreshSampler(BaseSampler):
             return {}
         trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
         tried = self.space.tried(trials)
+        # Points in flight in other slots (`[executor] jobs`) are not asked for twice.
+        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        tried |= self.space.in_flight(running, trial.number)
         point: dict[str, Any] = {}
         if self.inner is not None:
             for _ in range(RETRIES):
