@@ -431,8 +431,11 @@ class Engine:
         if changed:
             return Collected(candidate, proposal.description, checkout_changes=tuple(changed))
         description = proposal.description or describe(candidate)
-        if not candidate.changes or not candidate.staged:
+        if not candidate.changes:
             return Collected(candidate, description)
+        if not candidate.staged:  # refused paths: named, never stored, so no commit
+            named = ", ".join(f"{c.path} ({c.status})" for c in candidate.changes[:8])
+            return Collected(candidate, description, diffstat=named)
         message = f"autoresearch {self.cfg.name} #{iteration}: {description}"
         commit = self.workspace.commit(candidate, self.incumbent.commit, message, iteration)
         diffstat = self.workspace.diffstat(self.incumbent.commit, commit)
