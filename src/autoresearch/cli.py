@@ -116,6 +116,10 @@ def run(config_path: Path | None, max_iterations: int | None, quiet: bool, plain
     """Run or resume the campaign."""
     campaign = load_campaign(_root(), config_path)
     result = run_engine(campaign, max_iterations, quiet=quiet, plain=plain)
+    if result.exit_code == 0:
+        from autoresearch.cli_confirm import confirm_at_end
+
+        confirm_at_end(campaign, quiet)
     sys.exit(result.exit_code)
 
 
@@ -174,11 +178,17 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if data.get("noise") is not None:
         pct = data.get("noise_pct")
         conf = data.get("confidence")
+        robust, robust_pct = data.get("noise_robust"), data.get("noise_robust_pct")
         lines.append(
-            f"noise: sigma {num(data['noise'])}"
+            ("" if robust is None else f"noise: robust sigma {num(robust)}")
+            + ("" if robust_pct is None else f" ({robust_pct:.2f}%)")
+            + ("; " if robust is not None else "noise: ")
+            + f"sigma {num(data['noise'])}"
             + ("" if pct is None else f" ({pct:.2f}% of the baseline)")
             + ("" if conf is None else f"; confidence that the best beats the baseline {conf:.3f}")
         )
+    if data.get("decision"):
+        lines.append(safe(str(data["decision"])))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["attempt_counts"].items()))
     cap = data.get("max_iterations")
     of = f" of {cap}" if cap is not None else ""
@@ -599,6 +609,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                     "commit": report.commit,
                     "values": report.values(),
                     "spread": report.spread(),
+                    "recommended": report.recommendation() if repeat > 1 else None,
                     "metric_errors": [m.reason for m in report.metric if not m.ok],
                     "guard": None
                     if report.guard is None
@@ -644,9 +655,24 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
     spread = report.spread()
     if repeat > 1 and spread:
         console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
+        advice = report.recommendation()
+        console.print(
+            f"recommended: rule = {escape(advice['rule'])}, min_delta = {advice['min_delta']}"
+        )
     if report.guard is not None:
         if report.guard.ok:
             console.print(f"guard: passed ({report.guard.seconds:.2f} s)")
         else:
             console.print(f"[red]guard failed:[/] {escape(report.guard.reason)}")
     sys.exit(0 if report.ok else 1)
+
+
+def _register() -> None:
+    # Defined in their own module (they import this one's options): added here.
+    from autoresearch.cli_confirm import compare_cmd, confirm_cmd
+
+    main.add_command(confirm_cmd)
+    main.add_command(compare_cmd)
+
+
+_register()

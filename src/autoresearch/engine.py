@@ -20,7 +20,15 @@ from autoresearch.config import Campaign
 from autoresearch.decide import Verdict
 from autoresearch.errors import WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
-from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
+from autoresearch.events import (
+    Attempted,
+    Listener,
+    Noted,
+    PhaseChanged,
+    Started,
+    Stopped,
+    Warned,
+)
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.integrity import Fingerprint
 from autoresearch.ledger import Ledger, StateFile
@@ -179,6 +187,8 @@ class Engine:
             self.campaign, self.workspace, self.executor, self.fingerprint, self.logs, self.phase
         )
         self.evaluator.load(self.records)
+        if self.records:
+            self._decision()
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -230,7 +240,14 @@ class Engine:
         self.workspace.record_ref(0, self.incumbent.commit)
         engine = self.clock() - began - measured.seconds - guard.seconds
         self._log(baseline_record(self.incumbent, measured, guard, engine))
+        self._decision()
         return None
+
+    def _decision(self) -> None:
+        """Say which rule decides (and why, under `auto`), and keep it for `status`."""
+        text = self.evaluator.decision_text()
+        self.state.update(decision=text)
+        self.on_event(Noted(text))
 
     # -- one attempt --------------------------------------------------------------------
 

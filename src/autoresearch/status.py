@@ -14,7 +14,8 @@ from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.liveness import is_running, lock_holder
-from autoresearch.summary import summarize
+from autoresearch.robust import robust_sigma
+from autoresearch.summary import sample_groups, summarize
 
 __all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
 
@@ -71,8 +72,16 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "attempt_counts": attempts,
             "target": state.get("target"),
             "max_iterations": state.get("max_iterations"),
+            # The rule in force and why (`rule = "auto"` says what it chose).
+            "decision": state.get("decision"),
             "branch": f"autoresearch/{name}",
             "ledger": str(state_dir / "ledger.jsonl"),
         }
+    )
+    robust = robust_sigma(list(sample_groups(records).values()), "median", direction)
+    baseline = summary.get("baseline")
+    summary["noise_robust"] = None if robust is None else robust[0]
+    summary["noise_robust_pct"] = (
+        None if robust is None or not baseline else 100.0 * robust[0] / abs(baseline)
     )
     return summary
