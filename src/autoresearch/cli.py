@@ -180,11 +180,10 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         conf = data.get("confidence")
         robust, robust_pct = data.get("noise_robust"), data.get("noise_robust_pct")
         lines.append(
-            ("" if robust is None else f"noise: robust sigma {num(robust)}")
-            + ("" if robust_pct is None else f" ({robust_pct:.2f}%)")
-            + ("; " if robust is not None else "noise: ")
-            + f"sigma {num(data['noise'])}"
+            f"noise: sigma {num(data['noise'])}"
             + ("" if pct is None else f" ({pct:.2f}% of the baseline)")
+            + ("" if robust is None else f", robust sigma {num(robust)}")
+            + ("" if robust_pct is None else f" ({robust_pct:.2f}%)")
             + ("" if conf is None else f"; confidence that the best beats the baseline {conf:.3f}")
         )
     if data.get("decision"):

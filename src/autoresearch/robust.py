@@ -39,7 +39,8 @@ MAD_NORMAL = 0.6744897501960817
 # from Gaussian noise, below which no tolerance is granted, and the steps it is rounded to
 # (the sequential boundary is calibrated per step).
 SCREEN_QUANTILE = 0.9
-SCREEN_STEPS = (0.0, 3.0, 4.0, 6.0, 8.0)
+SCREEN_STEPS = (0.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0)
+SCREEN_GAUSSIAN = 2.5  # a quantile below this is what Gaussian noise gives: no tolerance
 # The share of the degrees of freedom the noise estimate claims: all of them, since its
 # second step is a plain pooled standard deviation of the samples kept.
 DOF_SHARE = 1.0
@@ -203,7 +204,7 @@ def screen_tolerance(
 ) -> float:
     """How far worse (in robust sigmas) a candidate's first sample may look before it is
     dropped at once: 0 when the worse-side deviations look Gaussian, else the size of the
-    campaign's typical spike (their SCREEN_QUANTILE), rounded down to a calibrated step."""
+    campaign's typical spike (their SCREEN_QUANTILE), rounded up to a calibrated step."""
     if sigma <= 0:
         return 0.0
     worse: list[float] = []
@@ -221,7 +222,9 @@ def screen_tolerance(
         return 0.0
     worse.sort()
     q = worse[min(len(worse) - 1, int(SCREEN_QUANTILE * len(worse)))]
-    return max(step for step in SCREEN_STEPS if step <= q)
+    if q <= SCREEN_GAUSSIAN:
+        return 0.0
+    return min((step for step in SCREEN_STEPS if step >= q), default=SCREEN_STEPS[-1])
 
 
 def standard_deviation(groups: Sequence[Sequence[float]]) -> float | None:
