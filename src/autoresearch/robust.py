@@ -237,3 +237,34 @@ def standard_deviation(groups: Sequence[Sequence[float]]) -> float | None:
             ss += sum((x - mean) ** 2 for x in group)
             dof += len(group) - 1
     return math.sqrt(ss / dof) if dof else None
+
+
+# A shift of the incumbent's re-measurements this large (in robust sigmas of the difference
+# of the two segments' medians) is a change of the machine, not noise: the reference starts
+# again after it. High, because every split point is tried.
+CHANGE_Z = 4.5
+CHANGE_MIN_SEGMENT = 3
+
+
+def change_point(samples: Sequence[float]) -> int:
+    """Where the last shift of level in `samples` (in time order) happened: the index the
+    samples after the shift start at, 0 when there is none.
+
+    The noise is measured by the successive differences (a shift spoils one of them, a
+    spike two), so the shift itself does not hide in an inflated spread."""
+    n = len(samples)
+    if n < 2 * CHANGE_MIN_SEGMENT:
+        return 0
+    steps = [abs(samples[i + 1] - samples[i]) for i in range(n - 1)]
+    sigma = median(steps) / (MAD_NORMAL * math.sqrt(2.0))
+    if sigma <= 0:
+        return 0
+    best, cut = 0.0, 0
+    for i in range(CHANGE_MIN_SEGMENT, n - CHANGE_MIN_SEGMENT + 1):
+        before, after = samples[:i], samples[i:]
+        # The median's standard error on Gaussian noise is about 1.25 sigma / sqrt(n).
+        se = 1.25 * sigma * math.sqrt(1 / len(before) + 1 / len(after))
+        z = abs(median(after) - median(before)) / se
+        if z > best:
+            best, cut = z, i
+    return cut if best >= CHANGE_Z else 0

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.auto_rule import resolve
 from autoresearch.decide import Comparison, Pool, Rule
+from autoresearch.robust import change_point
 from autoresearch.summary import sample_groups
 
 
@@ -86,8 +87,16 @@ class SampleBook:
         samples = self.groups.get(incumbent, [])
         if self.rule.name == "sequential":
             unbiased = samples[self.selected.get(incumbent, 0) :]
+            if self.rule.estimator != "mean":
+                # The machine changed under the incumbent (a neighbour started, the clock
+                # dropped): compare only with what it measures since.
+                unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
             return unbiased[-self.rule.max_samples :]
         return samples
+
+    def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
+        """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
+        return change_point(unbiased)
 
     def carried(self, incumbent: str) -> int:
         """How many reference samples earlier candidates' evaluations left behind."""

@@ -150,3 +150,23 @@ def test_check_recommends_a_rule_and_a_min_delta() -> None:
     assert rule.startswith("auto") and min_delta.endswith("%")
     # The spike does not set min_delta: it is about one robust sigma (~1%), not 25%.
     assert float(min_delta.rstrip("%")) < 3
+
+
+def test_a_shift_of_the_machine_restarts_the_incumbents_reference() -> None:
+    """The incumbent's re-measurements jump by 10%: a candidate as fast as the incumbent
+    must be compared with the incumbent's samples since the jump, not before it."""
+    book = SampleBook(auto(noise="symmetric", max_samples=8), "minimize")
+    rng = random.Random(5)
+    book.baseline("base", [100 + rng.gauss(0, 1) for _ in range(4)])
+    for k in range(6):
+        book.measured(f"old{k}", [103 + rng.gauss(0, 1) for _ in range(2)])
+    for _ in range(4):
+        book.remeasured("base", 110 + rng.gauss(0, 1))
+    reference = book.reference("base")
+    assert len(reference) == 4 and min(reference) > 105
+    # Without a shift, the whole history is the reference.
+    calm = SampleBook(auto(noise="symmetric", max_samples=8), "minimize")
+    calm.baseline("base", [100 + rng.gauss(0, 1) for _ in range(4)])
+    for _ in range(4):
+        calm.remeasured("base", 100 + rng.gauss(0, 1))
+    assert len(calm.reference("base")) == 8
