@@ -608,6 +608,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                     "commit": report.commit,
                     "values": report.values(),
                     "spread": report.spread(),
+                    "noise": report.noise_figures() or None,
                     "recommended": report.recommendation() if repeat > 1 else None,
                     "metric_errors": [m.reason for m in report.metric if not m.ok],
                     "guard": None
@@ -654,6 +655,12 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
     spread = report.spread()
     if repeat > 1 and spread:
         console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
+        figures = report.noise_figures()
+        if figures:
+            console.print(
+                f"noise: robust sigma {num(figures['robust_sigma'])} (spikes left out), "
+                f"sigma {num(figures['sigma'])}"
+            )
         advice = report.recommendation()
         console.print(
             f"recommended: rule = {escape(advice['rule'])}, min_delta = {advice['min_delta']}"

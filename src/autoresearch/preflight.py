@@ -68,19 +68,21 @@ class CheckReport:
         if not values:
             return {}
         median = statistics.median(values)
-        spread = {
+        return {
             "median": median,
             "mad": statistics.median(abs(v - median) for v in values),
             "min": min(values),
             "max": max(values),
         }
-        if len(values) >= 2:
-            # The noise the robust rule sees (spikes left out), beside the standard deviation.
-            estimator = "time" if self.noise == "time" else "robust"
-            found = robust_sigma([values], estimator, self.direction)
-            spread["robust_sigma"] = found[0] if found else 0.0
-            spread["sigma"] = statistics.stdev(values)
-        return spread
+
+    def noise_figures(self) -> dict[str, float]:
+        """The noise the robust rule sees (spikes left out), beside the standard deviation."""
+        values = self.values()
+        if len(values) < 2:
+            return {}
+        estimator = "time" if self.noise == "time" else "robust"
+        found = robust_sigma([values], estimator, self.direction)
+        return {"robust_sigma": found[0] if found else 0.0, "sigma": statistics.stdev(values)}
 
     def recommendation(self) -> dict[str, str]:
         """The rule and min_delta these runs call for (`auto_rule.recommend`)."""
