@@ -38,16 +38,29 @@ from pathlib import Path
 from gitrepo import commit_all, git
 
 START = 100.0
-RULES = ("strict", "threshold", "repeats", "sequential")
+# "auto-time" is `auto` with `[metric] noise = "time"` (the bench metric is minimized, and
+# its bursts only make it worse).
+RULES = ("auto", "auto-time", "sequential", "strict", "threshold", "repeats")
+
+
+def config_text(rule: str, **fields: object) -> str:
+    """The campaign file for one bench rule."""
+    noise = "time" if rule.endswith("-time") else "symmetric"
+    return CONFIG.format(rule=rule.removesuffix("-time"), noise=noise, **fields)
+
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    noise: str  # gauss | heavy
-    sigma_pct: float  # noise scale, % of the true value
+    noise: str  # gauss | heavy | bursts | trace
+    sigma_pct: float  # noise scale (the noise unit), % of the true value
     helpful_pct: float  # typical helpful effect, % of the start value
     drift_pct: float = 0.0  # change of the machine's speed over the campaign, %
+    plan: str = "uniform"  # uniform | realistic (many small gains, a few large)
+    trace: str = ""  # bench/data/<trace>.csv, replayed by block bootstrap
 
 
 SCENARIOS = (
@@ -55,8 +68,31 @@ SCENARIOS = (
     Scenario("gauss 5% (noise = a helpful change)", "gauss", 5.0, 5.0),
     Scenario("heavy-tailed (t, 3 dof, scale 1%)", "heavy", 1.0, 4.0),
     Scenario("gauss 1% + drift -3%", "gauss", 1.0, 4.0, drift_pct=-3.0),
+    Scenario("bursts (20% of runs, ~3 long, 0.5-2 effect units; gauss 1%)", "bursts", 1.0, 4.0),
+    Scenario("gauss 1%, realistic effects", "gauss", 1.0, 4.0, plan="realistic"),
+    Scenario("bursts, realistic effects", "bursts", 1.0, 4.0, plan="realistic"),
+)
+TRACE_SCENARIOS = tuple(
+    Scenario(
+        f"trace {name} (block bootstrap), {plan} effects", "trace", 2.0, 5.0, plan=plan, trace=name
+    )
+    for name in ("speedup_quiet", "compress_quiet", "speedup_contended", "compress_contended")
+    for plan in ("uniform", "realistic")
 )
 GOAL_SCENARIOS = SCENARIOS[:2]
+ZOO = SCENARIOS + TRACE_SCENARIOS
+# The share of runs inside a burst, the mean burst length and its loss in effect units.
+BURST_SHARE, BURST_LENGTH, BURST_LOSS = 0.2, 3, (0.5, 2.0)
+BLOCK = 10  # runs per block of a replayed trace (keeps its bursts together)
+
+
+def load_trace(name: str) -> list[float]:
+    """A recorded trace as ratios to its median (value,loadavg1 per line)."""
+    lines = (DATA / f"{name}.csv").read_text().split()[1:]
+    values = [float(line.split(",")[0]) for line in lines if line]
+    ordered = sorted(values)
+    median = ordered[len(ordered) // 2]
+    return [round(v / median, 5) for v in values]
 
 
 def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: int) -> dict:
@@ -70,6 +106,10 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "sigma_pct": scenario.sigma_pct,
         "drift_pct": scenario.drift_pct,
         "expected_runs": attempts * 3,
+        "burst_left": 0,
+        "burst_unit": scenario.helpful_pct / 100.0 * START,
+        "burst": [BURST_SHARE, BURST_LENGTH, *BURST_LOSS],
+        "trace": load_trace(scenario.trace) if scenario.trace else [],
     }
 
 
@@ -83,12 +123,26 @@ def measurement(s: dict, version: str, effects: list) -> float:
     rng = random.Random(f"{s['seed']}/{version}/{j}")
     true = 100.0 - sum(effects)
     scale = s["sigma_pct"] / 100.0 * true
+    # What the machine does at this run (bursts, the trace) follows time, not the version.
+    when = random.Random(f"{s['seed']}/t/{s['runs']}")
+    if s["noise"] == "trace":
+        trace = s["trace"]
+        block = random.Random(f"{s['seed']}/block/{s['runs'] // 10}").randrange(len(trace))
+        return float(f"{true * trace[(block + s['runs'] % 10) % len(trace)]:.6f}")
     if s["noise"] == "heavy":
         e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
     else:
         e = rng.gauss(0, 1)
+    loss = 0.0
+    if s["noise"] == "bursts":
+        share, length, low, high = s["burst"]
+        if s["burst_left"] == 0 and when.random() < share / (length * (1 - share)):
+            s["burst_left"] = when.choice((length - 1, length, length + 1))
+        if s["burst_left"] > 0:
+            s["burst_left"] -= 1
+            loss = when.uniform(low, high) * s["burst_unit"]
     drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
-    return float(f"{true * drift + scale * e:.6f}")
+    return float(f"{true * drift + scale * e + loss:.6f}")
 
 
 # metric.py: `measurement` itself, on the state file; the version measured is the last
@@ -129,6 +183,7 @@ harness = ["metric.py"]
 command = "BENCH_STATE={state} {python} -E -s metric.py"
 direction = "minimize"
 pattern = 'value: ([-0-9.eE+]+)'
+noise = "{noise}"
 
 [decision]
 rule = "{rule}"
@@ -150,6 +205,8 @@ command = "BENCH_PLAN={plan} {python} -E -s {proposer}"
 
 
 def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
+    if scenario.plan == "realistic":
+        return realistic_plan(scenario, campaign, attempts)
     rng = random.Random(f"{scenario.helpful_pct}-{campaign}")
     h = scenario.helpful_pct / 100.0 * START
     plan = []
@@ -161,6 +218,26 @@ def make_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
             plan.append(-rng.uniform(0.5, 2.5) * h)
         else:
             plan.append(rng.uniform(0.25, 1.75) * h)
+    return plan
+
+
+def realistic_plan(scenario: Scenario, campaign: int, attempts: int) -> list[float]:
+    """Many small gains, most below one noise unit, a few large ones; as many neutral and
+    harmful changes as in the uniform plan."""
+    rng = random.Random(f"realistic-{scenario.helpful_pct}-{campaign}")
+    h = scenario.helpful_pct / 100.0 * START
+    unit = scenario.sigma_pct / 100.0 * START
+    plan = []
+    for _ in range(attempts):
+        u = rng.random()
+        if u < 0.55:
+            plan.append(0.0)
+        elif u < 0.75:
+            plan.append(-rng.uniform(0.5, 2.5) * h)
+        elif u < 0.95:
+            plan.append(rng.uniform(0.1, 1.3) * unit)  # small: mostly below one noise unit
+        else:
+            plan.append(rng.uniform(1.0, 2.0) * h)  # large
     return plan
 
 
@@ -183,11 +260,11 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
         (repo / "model.py").write_text("EFFECTS = []\n")
         (repo / "metric.py").write_text(METRIC)
         (repo / "autoresearch.toml").write_text(
-            CONFIG.format(
+            config_text(
+                rule,
                 state=state,
                 state_dir=base,
                 python=sys.executable,
-                rule=rule,
                 attempts=attempts,
                 plan=base / "plan.json",
                 proposer=base / "propose.py",

@@ -27,12 +27,14 @@ from autoresearch.evaluation import Evaluator
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.workspace import Candidate
 from decisions import (
-    CONFIG,
+    DATA,
     GOAL_SCENARIOS,
     RULES,
     SCENARIOS,
     START,
+    TRACE_SCENARIOS,
     Scenario,
+    config_text,
     make_plan,
     measurement,
     noise_state,
@@ -83,11 +85,11 @@ def run_campaign(
     """One campaign of bench/decisions.py, with the same result row."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
-    text = CONFIG.format(
+    text = config_text(
+        rule,
         state="s",
         state_dir="s",
         python="python",
-        rule=rule,
         attempts=attempts,
         plan="p",
         proposer="p",
@@ -143,20 +145,39 @@ def main() -> None:
     parser.add_argument("--campaigns", type=positive, default=20)
     parser.add_argument("--attempts", type=positive, default=40)
     parser.add_argument("--noise-seeds", type=positive, default=10)
-    parser.add_argument("--scenarios", default="all", choices=("all", "goals", "others"))
+    parser.add_argument(
+        "--scenarios",
+        default="all",
+        choices=("all", "goals", "others", "simulated", "traces"),
+        help="all (the noise zoo: simulated and replayed traces); goals (the two Gaussian "
+        "levels); others (the simulated rest); simulated; traces",
+    )
+    parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
+    parser.add_argument("--only", default="", help="scenarios whose name contains this")
     args = parser.parse_args()
+    unknown = set(args.rules.split(",")) - set(RULES)
+    if unknown:
+        parser.error(f"--rules: unknown {', '.join(sorted(unknown))}")
+    rules = [r for r in RULES if r in args.rules.split(",")]
     scenarios = {
-        "all": SCENARIOS,
+        "all": SCENARIOS + TRACE_SCENARIOS,
         "goals": GOAL_SCENARIOS,
         "others": SCENARIOS[len(GOAL_SCENARIOS) :],
+        "simulated": SCENARIOS,
+        "traces": TRACE_SCENARIOS,
     }[args.scenarios]
+    scenarios = tuple(
+        s
+        for s in scenarios
+        if args.only in s.name and (not s.trace or (DATA / f"{s.trace}.csv").exists())
+    )
     print(
         f"{args.campaigns} campaigns x {args.attempts} attempts, noise draws 0 to "
         f"{args.noise_seeds - 1} (draw 0 is bench/decisions.py's); means over the draws\n"
     )
     for scenario in scenarios:
         per_rule: dict[str, list[dict[str, float]]] = {}
-        for rule in RULES:
+        for rule in rules:
             per_rule[rule] = [
                 totals(
                     [
@@ -184,13 +205,30 @@ def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> N
             f"{rule:<11}{runs:>8.0f}{100 * false_keeps:>12.1f}%{statistics.fmean(caps):>10.3f}"
             f"  ({min(caps):.3f}-{max(caps):.3f})"
         )
-    draws = list(zip(*(per_rule[r] for r in ("sequential", "repeats", "strict")), strict=True))
+    if not {"repeats", "strict"} <= set(per_rule):
+        print()
+        return
+    mine = "auto" if "auto" in per_rule else "sequential"
+    draws = list(zip(*(per_rule[r] for r in (mine, "repeats", "strict")), strict=True))
 
     def share(test: Callable[[Any, Any, Any], bool]) -> str:
         return f"{sum(1 for d in draws if test(*d))}/{len(draws)}"
 
+    def mean(key: Callable[[dict[str, float]], float], rule: str) -> float:
+        return statistics.fmean(key(t) for t in per_rule[rule])
+
+    fk = mean(lambda t: t["false_keeps"] / t["not_better"], mine)
+    cap, cap_strict, cap_rep = (mean(captured, r) for r in (mine, "strict", "repeats"))
+    runs = mean(lambda t: t["runs"], mine) / mean(lambda t: t["runs"], "repeats")
+    goals = [
+        f"false keeps {100 * fk:.1f}% {'<=' if fk <= 0.05 else '>'} 5%",
+        f"captured {cap:.3f} {'>=' if cap >= cap_strict else '<'} strict's {cap_strict:.3f}",
+        f"{'>=' if cap >= cap_rep - 0.03 else '<'} repeats' - 0.03 ({cap_rep - 0.03:.3f})",
+        f"runs {runs:.2f} of repeats' {'<=' if runs <= 0.5 else '>'} 0.5",
+    ]
+    print(f"{mine} (means over draws): " + ", ".join(goals))
     print(
-        "sequential in how many draws: false keeps <= 5% "
+        f"{mine} in how many draws: false keeps <= 5% "
         + share(lambda s, r, t: s["false_keeps"] <= 0.05 * s["not_better"])
         + ", runs <= half of repeats' "
         + share(lambda s, r, t: s["runs"] <= 0.5 * r["runs"])

@@ -31,6 +31,9 @@ TOY: dict[str, Any] = {
     "guard": {"command": "python -c 'import calc; assert calc.N != 5'"},
     "stop": {"max_iterations": 20},
     "proposer": {"kind": "command", "command": "bash propose.sh"},
+    # The toy metric is exact; the tests count its runs as the one-run rule takes them.
+    # `rule = "auto"` (the default) has tests of its own (test_auto_rule.py).
+    "decision": {"rule": "strict"},
 }
 
 

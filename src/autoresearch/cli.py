@@ -148,6 +148,10 @@ def run(
     result = run_engine(
         campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended, jobs=jobs
     )
+    if result.exit_code == 0:
+        from autoresearch.cli_confirm import confirm_at_end
+
+        confirm_at_end(campaign, quiet)
     sys.exit(result.exit_code)
 
 
@@ -265,11 +269,16 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if data.get("noise") is not None:
         pct = data.get("noise_pct")
         conf = data.get("confidence")
+        robust, robust_pct = data.get("noise_robust"), data.get("noise_robust_pct")
         lines.append(
             f"noise: sigma {num(data['noise'])}"
             + ("" if pct is None else f" ({pct:.2f}% of the baseline)")
+            + ("" if robust is None else f", robust sigma {num(robust)}")
+            + ("" if robust_pct is None else f" ({robust_pct:.2f}%)")
             + ("" if conf is None else f"; confidence that the best beats the baseline {conf:.3f}")
         )
+    if data.get("decision"):
+        lines.append(safe(str(data["decision"])))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["attempt_counts"].items()))
     cap = data.get("max_iterations")
     of = f" of {cap}" if cap is not None else ""
@@ -753,6 +762,8 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                     "commit": report.commit,
                     "values": report.values(),
                     "spread": report.spread(),
+                    "noise": report.noise_figures() or None,
+                    "recommended": report.recommendation() if repeat > 1 else None,
                     "metric_errors": [m.reason for m in report.metric if not m.ok],
                     "guard": None
                     if report.guard is None
@@ -800,6 +811,16 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
     spread = report.spread()
     if repeat > 1 and spread:
         console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
+        figures = report.noise_figures()
+        if figures:
+            console.print(
+                f"noise: robust sigma {num(figures['robust_sigma'])} (spikes left out), "
+                f"sigma {num(figures['sigma'])}"
+            )
+        advice = report.recommendation()
+        console.print(
+            f"recommended: rule = {escape(advice['rule'])}, min_delta = {advice['min_delta']}"
+        )
     if report.guard is not None:
         if report.guard.ok:
             console.print(f"guard: passed ({report.guard.seconds:.2f} s)")
@@ -812,3 +833,14 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
 from autoresearch.cli_agent import register as _register_agent_commands  # noqa: E402
 
 _register_agent_commands(main)
+
+
+def _register() -> None:
+    # Defined in their own module (they import this one's options): added here.
+    from autoresearch.cli_confirm import compare_cmd, confirm_cmd
+
+    main.add_command(confirm_cmd)
+    main.add_command(compare_cmd)
+
+
+_register()

@@ -72,7 +72,11 @@ class MetricConfig(_Strict):
     key: str | None = None
     name: str | None = None
     score: str | None = None  # a composite of [[metrics]] / METRIC values (criteria.py)
-    # Never measured beside another candidate (a timing metric that contention corrupts).
+    # "time": disturbances only make the number worse (timings, throughput); the robust
+    # rule then trusts each side's better runs. Default: symmetric.
+    noise: Literal["symmetric", "time"] = "symmetric"
+    # Never measured beside another candidate of the campaign, and under a machine-wide lock
+    # so that two campaigns on one machine do not time each other.
     exclusive: bool = False
 
     @model_validator(mode="after")
@@ -144,12 +148,18 @@ class ProposerConfig(BaseModel):
 
 
 class DecisionConfig(_Strict):
-    rule: Literal["strict", "threshold", "repeats", "sequential"] = "strict"
+    rule: Literal["strict", "threshold", "repeats", "sequential", "auto"] = "auto"
+    # How `sequential` reduces a side's runs to one number: "mean" by default, "median",
+    # "robust" or "time" (see robust.py); `auto` uses "robust", or "time" under
+    # `[metric] noise = "time"`.
+    estimator: Literal["mean", "median", "robust", "time"] | None = None
     min_delta: float | str = 0.0
     repeats: Int = Field(default=5, ge=2, le=1000)
     max_samples: Int = Field(default=8, ge=2, le=1000)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
+    # Interleaved pairs `run` measures at the end to confirm a noisy campaign's best (0: no).
+    confirm: Int = Field(default=10, ge=0, le=1000)
 
     @field_validator("min_delta", mode="before")
     @classmethod
@@ -161,7 +171,10 @@ class DecisionConfig(_Strict):
     def to_rule(self) -> Rule:
         """The rule as the plain value `decide` works with."""
         amount, percent = parse_min_delta(self.min_delta)
-        return Rule(self.rule, amount, percent, self.repeats, self.max_samples, self.confidence)
+        estimator = self.estimator or ("robust" if self.rule == "auto" else "mean")
+        return Rule(
+            self.rule, amount, percent, self.repeats, self.max_samples, self.confidence, estimator
+        )
 
 
 def parse_min_delta(value: float | str) -> tuple[float, bool]:
@@ -329,6 +342,14 @@ class CampaignConfig(_Strict):
             ):
                 raise ValueError(f"{pattern!r} names a folder the engine owns")
         return value
+
+    @model_validator(mode="after")
+    def _noise(self) -> CampaignConfig:
+        # `[metric] noise = "time"` picks the one-sided estimator unless one is set.
+        if self.metric.noise == "time" and self.decision.estimator is None:
+            decision = self.decision.model_copy(update={"estimator": "time"})
+            object.__setattr__(self, "decision", decision)
+        return self
 
     @model_validator(mode="after")
     def _overlap(self) -> CampaignConfig:

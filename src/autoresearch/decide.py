@@ -25,8 +25,10 @@ from enum import Enum
 from functools import lru_cache
 from typing import Literal, NamedTuple, Protocol
 
-RuleName = Literal["strict", "threshold", "repeats", "sequential"]
-RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential")
+from autoresearch import calibration, robust
+
+RuleName = Literal["strict", "threshold", "repeats", "sequential", "auto"]
+RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential", "auto")
 Direction = Literal["minimize", "maximize"]
 
 
@@ -53,10 +55,15 @@ class Rule:
     repeats: int = 5
     max_samples: int = 8
     confidence: float = 0.95
+    # How a side's samples become one number under `sequential` (see `robust`): "mean"
+    # (the rule as configured by name), "median" or "time" (what `auto` chooses).
+    estimator: str = "mean"
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
             raise ValueError(f"unknown decision rule {self.name!r}")
+        if self.estimator not in robust.ESTIMATORS:
+            raise ValueError(f"unknown estimator {self.estimator!r}")
 
     def min_delta_abs(self, reference: float) -> float:
         return abs(reference) * self.min_delta / 100.0 if self.percent else self.min_delta
@@ -66,7 +73,7 @@ class Rule:
         """Samples of the baseline (and the first batch of each candidate)."""
         if self.name == "repeats":
             return self.repeats
-        if self.name == "sequential":
+        if self.name in ("sequential", "auto"):
             return BASELINE_SAMPLES
         return 1
 
@@ -88,10 +95,15 @@ def as_rule(rule: Rule | RuleSource) -> Rule:
 
 @dataclass(frozen=True)
 class Noise:
-    """A pooled estimate of the metric's noise: standard deviation and its degrees of freedom."""
+    """A pooled estimate of the metric's noise: standard deviation and its degrees of freedom.
+
+    Under a robust estimator `sigma` is the robust spread, `dof` its effective degrees of
+    freedom, and `screen` how far worse (in sigmas) a first sample may look before the
+    candidate is dropped at once (0: the usual bar)."""
 
     sigma: float
     dof: int
+    screen: float = 0.0
 
 
 def gain(candidate: float, incumbent: float, direction: str) -> float:
@@ -147,13 +159,23 @@ class Pool:
 
     groups: tuple[tuple[float, ...], ...] = ()
     incumbent: int | None = None
+    estimator: str = "mean"
+    direction: str = "minimize"
 
     @classmethod
-    def of(cls, groups: Mapping[str, Sequence[float]], incumbent: str) -> Pool:
+    def of(
+        cls,
+        groups: Mapping[str, Sequence[float]],
+        incumbent: str,
+        estimator: str = "mean",
+        direction: str = "minimize",
+    ) -> Pool:
         keys = list(groups)
         return cls(
             tuple(tuple(groups[key]) for key in keys),
             keys.index(incumbent) if incumbent in groups else None,
+            estimator,
+            direction,
         )
 
     def noise(self, fresh: Sequence[float], candidate: Sequence[float]) -> Noise | None:
@@ -165,7 +187,19 @@ class Pool:
                 groups[self.incumbent] = (*groups[self.incumbent], *fresh)
         if candidate:
             groups.append(candidate)
-        return pooled_noise(groups)
+        if self.estimator == "mean":
+            return pooled_noise(groups)
+        return robust_noise(groups, self.estimator, self.direction)
+
+
+def robust_noise(groups: Sequence[Sequence[float]], estimator: str, direction: str) -> Noise | None:
+    """The robust counterpart of `pooled_noise` (see `robust`), with the screen tolerance."""
+    found = robust.robust_sigma(groups, estimator, direction)
+    if found is None:
+        return None
+    sigma, dof = found
+    screen = robust.screen_tolerance(groups, estimator, direction, sigma)
+    return Noise(sigma, max(1, int(dof * robust.DOF_SHARE)), screen)
 
 
 def normal_cdf(z: float) -> float:
@@ -268,6 +302,12 @@ CALIBRATION_PATHS = 8000
 CALIBRATION_SEED = 20261129
 
 
+def screened_samples(estimator: str) -> int:
+    """Up to how many candidate samples the spike tolerance applies: until one spike can
+    no longer move the estimator (the better one of two under `time`, three for a median)."""
+    return {"time": 1, "median": 2, "robust": 2}.get(estimator, 0)
+
+
 def futility_share(k: int, max_samples: int) -> float:
     """The futility bar's share of the efficacy boundary at k candidate samples (0: none)."""
     if k < 2:
@@ -309,6 +349,7 @@ class Look(NamedTuple):
     efficacy: float | None = None  # the efficacy boundary this look was judged at
     ref_mean: float = 0.0  # the reference's mean, for relative gains and min_delta
     threshold: float | None = None  # the gain to beat (threshold and repeats rules)
+    bar: float | None = None  # the drop bar on z this look was judged at (sequential)
 
 
 def judge(
@@ -339,10 +380,15 @@ def judge(
     """
     if not candidate or not reference:
         return Verdict.MORE, None
-    ref_mean = _mean(reference)
-    g = gain(_mean(candidate), ref_mean, direction)
     k = len(candidate)
     n = len(reference)
+    if rule.name == "sequential" and rule.estimator != "mean":
+        sigma = noise.sigma if noise is not None else 0.0
+        ref_mean = robust.location(reference, rule.estimator, direction, sigma)
+        g = gain(robust.location(candidate, rule.estimator, direction, sigma), ref_mean, direction)
+        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+    ref_mean = _mean(reference)
+    g = gain(_mean(candidate), ref_mean, direction)
     if rule.name == "sequential":
         return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
     if rule.name == "strict":
@@ -383,16 +429,20 @@ def _sequential(
             return (Verdict.DISCARD if done else Verdict.MORE), look
         return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
     factor, bar, share, projection = _geometry(k, n, max_samples)
+    if noise.screen > 0 and k <= screened_samples(rule.estimator):
+        # One spike on the candidate's first sample(s) must not drop a real gain: only a
+        # loss beyond the campaign's typical spike does.
+        bar = min(bar, -noise.screen)
     se = noise.sigma * factor
     z = g / se
     if open_walk:
-        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean)
+        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar)
         return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
     if efficacy is None:
         # The boundary stays fixed through a comparison, as calibrated: it follows the
         # noise estimate's degrees of freedom before this comparison's samples joined it.
-        efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried)
-    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta)
+        efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried, noise.screen)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar)
     if fresh >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP, look
     if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
@@ -536,7 +586,7 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     z, efficacy = look.z, look.efficacy
     if verdict is Verdict.KEEP:
         return f"z {z:.2f} >= {efficacy:.2f} {runs} ({relative})"
-    bar = drop_bar(look.reference)
+    bar = look.bar if look.bar is not None else drop_bar(look.reference)
     if z <= bar:
         if k == 1:
             return f"{first} {relative} than the incumbent (z {z:.2f} <= {bar:g})"
@@ -628,7 +678,30 @@ def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
 
 @lru_cache(maxsize=256)
 def calibrated_efficacy(
-    max_samples: int, confidence: float, dof: int, start: Start = Start.AFTER_KEEP
+    max_samples: int,
+    confidence: float,
+    dof: int,
+    start: Start = Start.AFTER_KEEP,
+    estimator: str = "mean",
+    screen: float = 0.0,
+) -> float:
+    """See `_calibrate`; robust estimators' boundaries are also kept on disk (`calibration`),
+    since each takes seconds and a campaign needs several."""
+    if estimator == "mean":
+        return _calibrate(max_samples, confidence, dof, start, estimator, screen)
+    key = f"{max_samples}/{confidence!r}/{dof}/{start.name}/{estimator}/{screen!r}"
+    return calibration.cached(
+        key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen)
+    )
+
+
+def _calibrate(
+    max_samples: int,
+    confidence: float,
+    dof: int,
+    start: Start = Start.AFTER_KEEP,
+    estimator: str = "mean",
+    screen: float = 0.0,
 ) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability at most 1 - confidence by `Comparison` itself: a look after every sample,
@@ -651,19 +724,26 @@ def calibrated_efficacy(
     alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
     index = list(Start).index(start)
     rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
+    if estimator != "mean":
+        rng = random.Random(f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}")
     attempt_width = 2 * max_samples + 1
     prior = PRIOR_ATTEMPTS[start]
     # The candidates before: the first right after the keep, the others partial.
     boundaries = [
         calibrated_efficacy(
-            max_samples, confidence, dof, Start.AFTER_KEEP if i == 0 else Start.PARTIAL
+            max_samples,
+            confidence,
+            dof,
+            Start.AFTER_KEEP if i == 0 else Start.PARTIAL,
+            estimator,
+            screen,
         )
         for i in range(prior)
     ]
-    rule = Rule("sequential", max_samples=max_samples, confidence=confidence)
+    rule = Rule("sequential", max_samples=max_samples, confidence=confidence, estimator=estimator)
     critical = []
     for _ in range(CALIBRATION_PATHS):
-        noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof)  # s/sigma
+        noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof, screen)  # s/sigma
         draws = iter(
             [rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)]
         )
@@ -692,11 +772,17 @@ def _dof_step(dof: int) -> int:
     return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
 
 
-def sequential_bounds(rule: Rule | RuleSource, dof: int, carried: int = 0) -> float:
+def sequential_bounds(
+    rule: Rule | RuleSource, dof: int, carried: int = 0, screen: float = 0.0
+) -> float:
     """The efficacy boundary on the t statistic of the gain."""
     rule = as_rule(rule)
     start = start_state(carried, rule.max_samples)
-    return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
+    if rule.estimator == "mean":
+        return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
+    return calibrated_efficacy(
+        rule.max_samples, rule.confidence, _dof_step(dof), start, rule.estimator, screen
+    )
 
 
 def confidence_better(

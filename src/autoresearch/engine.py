@@ -21,7 +21,15 @@ from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluator
-from autoresearch.events import Attempted, Listener, PhaseChanged, Started, Stopped, Warned
+from autoresearch.events import (
+    Attempted,
+    Listener,
+    Noted,
+    PhaseChanged,
+    Started,
+    Stopped,
+    Warned,
+)
 from autoresearch.executors import Executor, executor_for
 from autoresearch.guidance import Guidance, Guide
 from autoresearch.holdout import Holdout
@@ -240,6 +248,8 @@ class Engine:
         if self.holdout is not None:
             self.holdout.load(self.records)
             self.review.holdout = self.holdout.check
+        if self.records:
+            self._decision()
         lost = lost_attempt(self.state, self.records, start)
         if lost is not None:
             self._log(lost)
@@ -323,7 +333,14 @@ class Engine:
         engine = self.clock() - began - measured.seconds - guard.seconds
         record = self._log(baseline_record(self.incumbent, measured, guard, engine))
         self.trees.add(record, self.incumbent.tree)
+        self._decision()
         return None
+
+    def _decision(self) -> None:
+        """Say which rule decides (and why, under `auto`), and keep it for `status`."""
+        text = self.evaluator.decision_text()
+        self.state.update(decision=text)
+        self.on_event(Noted(text))
 
     # -- one attempt --------------------------------------------------------------------
 

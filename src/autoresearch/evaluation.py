@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from autoresearch import machine
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.auto_rule import describe
 from autoresearch.config import Campaign
-from autoresearch.decide import Side, Verdict, estimate, explain
+from autoresearch.decide import Rule, Side, Verdict, estimate, explain
 from autoresearch.errors import AutoresearchError
 from autoresearch.executors import CommandSpec, Executor, metric_spec
 from autoresearch.integrity import Fingerprint
@@ -105,7 +107,6 @@ class Evaluator:
     ) -> None:
         cfg = campaign.config
         self.campaign = campaign
-        self.rule = cfg.decision.to_rule()
         if cfg.metric.direction is None:
             raise ValueError("the campaign's metric has no direction")
         self.direction: str = cfg.metric.direction
@@ -142,7 +143,17 @@ class Evaluator:
             else None
         )
         # The samples of every version of the code: the pooled noise, the reference.
-        self.book = SampleBook(self.rule, self.direction)
+        self.book = SampleBook(cfg.decision.to_rule(), self.direction)
+
+    def decision_text(self) -> str:
+        """What decides, and why (`rule = "auto"` names what it chose from the baseline)."""
+        book = self.book
+        return "decision: " + describe(book.configured, book.rule, book.first, self.direction)
+
+    @property
+    def rule(self) -> Rule:
+        """The rule in force: the configured one, `auto` resolved once the baseline is in."""
+        return self.book.rule
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -189,9 +200,12 @@ class Evaluator:
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
-        result = self.executor.run(
-            spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
-        )
+        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+            result = self.executor.run(
+                spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
+            )
+        if spec is self.metric:
+            machine.record(self.campaign.state_dir, run=stem, value=result.value)
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
@@ -300,6 +314,10 @@ class Evaluator:
         out.verdict = test.verdict
         out.reason = explain(self.rule, test.verdict, test.look)
         return out
+
+    def measure_once(self, commit: str, stem: str, out: Evaluation) -> float | None:
+        """One metric run of `commit` outside any comparison (`confirm`, `compare`)."""
+        return self._run(self.metric, commit, 0, stem, out)
 
     def run_guard(self, iteration: int, commit: str) -> Evaluation:
         """Run the guard on `commit`."""

@@ -43,6 +43,13 @@ class Warned:
 
 
 @dataclass(frozen=True)
+class Noted:
+    """Something the user should know that is not a problem (the decision rule chosen)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class Stopped:
     stop_reason: str
     summary: dict[str, Any]
@@ -51,7 +58,7 @@ class Stopped:
     ledger: str
 
 
-Event = Started | PhaseChanged | Attempted | Warned | Stopped
+Event = Started | PhaseChanged | Attempted | Warned | Noted | Stopped
 Listener = Callable[[Event], None]
 
 

@@ -41,7 +41,10 @@ max_minutes = 0                   # wall clock of one run (0 = off)
 # ablate = true                   # which kept changes carry the gain, at the end
 
 # [decision]                        # when a candidate counts as better
-# rule = "strict"                   # one run, better than the best (equal is not better);
+# rule = "auto"                     # from the baseline's 4 runs: identical -> one run per
+#                                   #   attempt, equal is not better; they differ -> the
+#                                   #   robust sequential rule (noisy metrics: timings)
+#                                   # "strict": one run, better than the best;
 #                                   # "threshold": better by more than min_delta;
 #                                   # "repeats": several runs, mean better by 2 sigma;
 #                                   # "sequential": runs until the difference is clear

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.config import Campaign
+from autoresearch.config import Campaign, DecisionConfig
 from autoresearch.errors import ConfigError
 from autoresearch.gitcmd import workspace_files
 from autoresearch.scope import PathMatcher
@@ -104,10 +104,18 @@ def judge_settings(campaign: Campaign) -> str:
         "metric": cfg.metric.model_dump(include=_V1_FIELDS["metric"]),
         "judge": judge,
         "guard": guard,
-        "decision": cfg.decision.model_dump(include=_V1_FIELDS["decision"]),
+        "decision": _v1_decision(cfg.decision),
         "harness": cfg.harness,
     }
     return json.dumps(data, sort_keys=True)
+
+
+def _v1_decision(decision: DecisionConfig) -> dict[str, object]:
+    """The decision table as 0.1.0 saw it: its default rule was `strict` (now `auto`)."""
+    data = decision.model_dump(include=_V1_FIELDS["decision"])
+    if "rule" not in decision.model_fields_set:
+        data["rule"] = "strict"
+    return data
 
 
 def measurement_changes(

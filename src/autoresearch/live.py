@@ -13,7 +13,15 @@ from rich.table import Table
 from rich.text import Text
 
 from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped, Warned
+from autoresearch.events import (
+    Attempted,
+    Event,
+    Noted,
+    PhaseChanged,
+    Started,
+    Stopped,
+    Warned,
+)
 from autoresearch.render import attempts_table, gain_text, num, printable, safe
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -103,6 +111,8 @@ class LiveView:
                 self.attempted(event)
             case Warned():
                 self.warnings.append(event.message)
+            case Noted():
+                self.live.console.print(printable(event.message))
             case Stopped():
                 self.stopped = event
                 self.phase = "stopped"

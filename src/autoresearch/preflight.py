@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.auto_rule import recommend
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.evaluation import measurement_env
@@ -21,6 +22,7 @@ from autoresearch.metrics import Readings, checked_readings
 from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
+from autoresearch.robust import robust_sigma
 from autoresearch.sandbox import isolation_text, limits_text
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
@@ -52,6 +54,8 @@ class CheckReport:
     decision: str = ""
     isolation: str = ISOLATION
     limits: str = ""
+    direction: str = "minimize"
+    noise: str = "symmetric"  # [metric] noise
 
     @property
     def ok(self) -> bool:
@@ -73,11 +77,31 @@ class CheckReport:
             "max": max(values),
         }
 
+    def noise_figures(self) -> dict[str, float]:
+        """The noise the robust rule sees (spikes left out), beside the standard deviation."""
+        values = self.values()
+        if len(values) < 2:
+            return {}
+        estimator = "time" if self.noise == "time" else "robust"
+        found = robust_sigma([values], estimator, self.direction)
+        return {"robust_sigma": found[0] if found else 0.0, "sigma": statistics.stdev(values)}
+
+    def recommendation(self) -> dict[str, str]:
+        """The rule and min_delta these runs call for (`auto_rule.recommend`)."""
+        rule, min_delta = recommend(self.values(), self.direction, self.noise)
+        return {"rule": rule, "min_delta": min_delta}
+
 
 def decision_text(cfg: CampaignConfig) -> str:
     """The decision rule in force, in the words of the README."""
     d = cfg.decision
     delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
+    if d.rule == "auto":
+        how = " (noise = time)" if cfg.metric.noise == "time" else ""
+        return (
+            "auto: chosen from the baseline's 4 runs: identical -> one run per attempt, "
+            f"equal is not better; they differ -> the robust sequential rule{how}"
+        )
     if d.rule == "strict":
         return "strict: one run, kept only if better (equal is not better)"
     if d.rule == "threshold":
@@ -142,6 +166,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             harness=harness_files(campaign, scratch),
             proposer=missing or proposer_check(proposer, kind, scratch, offline),
             decision=decision_text(cfg),
+            direction=str(cfg.metric.direction or "minimize"),
+            noise=cfg.metric.noise,
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)

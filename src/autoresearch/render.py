@@ -12,7 +12,7 @@ from rich.table import Table
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.decide import gain as decide_gain
-from autoresearch.events import Attempted, Event, Started, Stopped, Warned
+from autoresearch.events import Attempted, Event, Noted, Started, Stopped, Warned
 from autoresearch.metrics import shown
 
 STATUS_STYLE: dict[Status, str] = {
@@ -140,6 +140,8 @@ class Printer:
                 self.console.print(line, highlight=False)
             case Warned():
                 self.console.print(f"[yellow]warning:[/] {safe(event.message)}")
+            case Noted():
+                self.console.print(safe(event.message))
             case Stopped():
                 self.stop(event)
             case _:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.confirm import describe as describe_confirmation
+from autoresearch.confirm import load as load_confirmation
 from autoresearch.errors import ConfigError
 from autoresearch.holdout import holdout_gain
 from autoresearch.ledger import Ledger, StateFile
@@ -153,6 +155,7 @@ def gather(state_dir: Path) -> dict[str, Any]:
     summary = summarize(state_dir.name, direction, records).to_json()
     summary["stop_reason"] = state.get("stop_reason")
     summary["seconds"] = round(sum(_seconds(r) for r in records), 1)
+    summary["confirmed"] = load_confirmation(state_dir)
     kept = [r for r in records if r.status in (Status.KEEP, Status.MERGED)]
     kept.sort(key=lambda r: -abs(r.delta or 0.0))
     failures: dict[Status, list[AttemptRecord]] = defaultdict(list)
@@ -201,6 +204,9 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
         f"({'lower' if direction == 'minimize' else 'higher'} is better)",
         f"- confidence that the best beats the baseline: {_num(s.get('confidence'))}",
         f"- noise (pooled sigma): {_num(s.get('noise'))}",
+        "- confirmed gain: "
+        + (md_text(describe_confirmation(s["confirmed"])) if s.get("confirmed") else "not measured")
+        + (" (`autoresearch confirm`)" if not s.get("confirmed") else ""),
         f"- attempts: {s['iterations']}; "
         + ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())),
         f"- stop reason: {s.get('stop_reason') or 'not stopped'}",
@@ -285,6 +291,7 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
         for r in data["records"]
     )
     change = gain_text(s.get("delta"), direction, s.get("improvement_pct"))
+    confirmed = describe_confirmation(s["confirmed"]) if s.get("confirmed") else "not measured"
     summary = script_json(
         {
             k: s.get(k)
@@ -296,6 +303,7 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
                 "stop_reason",
                 "confidence",
                 "noise",
+                "confirmed",
                 "direction",
                 "delta",
                 "improvement_pct",
@@ -315,6 +323,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; }}
 <p class="big">baseline <b>{esc(_num(s["baseline"]))}</b> &rarr; best <b>{esc(_num(s["best"]))}</b>
 ({esc(change)}) at attempt {s["best_iteration"]};
 stop reason: {esc(str(s.get("stop_reason")))}</p>
+<p>confirmed gain: {esc(confirmed)}</p>
 {image}
 <h2>Attempts</h2>
 <table><tr><th>#</th><th>status</th><th>metric</th><th>gain</th><th>delta</th>

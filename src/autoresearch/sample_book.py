@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.auto_rule import resolve
 from autoresearch.decide import Comparison, Pool, Rule
+from autoresearch.robust import change_point
 from autoresearch.summary import sample_groups
 
 
@@ -19,7 +21,10 @@ class SampleBook:
     the incumbent's reference, and how many of a kept commit's samples selected it."""
 
     def __init__(self, rule: Rule, direction: str) -> None:
+        # `rule = "auto"` becomes a rule once the baseline is known (`auto_rule.resolve`).
+        self.configured = rule
         self.rule = rule
+        self.first: list[float] = []  # the baseline's samples, which `auto` decides from
         self.direction = direction
         # Samples of each version of the code measured so far, for the pooled noise.
         self.groups: dict[str, list[float]] = {}
@@ -36,6 +41,7 @@ class SampleBook:
     def load(self, records: Iterable[AttemptRecord]) -> None:
         """Rebuild everything from the ledger's records (for a resumed campaign)."""
         self.groups, self.selected, self.own = {}, {}, {}
+        self.first, self.rule = [], self.configured
         for record in records:
             self.take(record)
 
@@ -43,6 +49,9 @@ class SampleBook:
         """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
         for commit, samples in sample_groups([record]).items():
             self.groups.setdefault(commit, []).extend(samples)
+        if record.status is Status.BASELINE:
+            self.first = list(record.samples or ())
+            self.rule = resolve(self.configured, self.first, self.direction)
         if record.commit and record.status.sets_best:
             count = len(record.samples or ())
             self.own[record.commit] = count
@@ -55,6 +64,8 @@ class SampleBook:
         """The baseline `commit` was measured: its samples are its own."""
         self.groups[commit] = list(samples)
         self.own[commit] = len(samples)
+        self.first = list(samples)
+        self.rule = resolve(self.configured, samples, self.direction)
 
     def remeasured(self, incumbent: str, value: float) -> None:
         """One more sample of the incumbent, taken during a candidate's comparison."""
@@ -76,8 +87,16 @@ class SampleBook:
         samples = self.groups.get(incumbent, [])
         if self.rule.name == "sequential":
             unbiased = samples[self.selected.get(incumbent, 0) :]
+            if self.rule.estimator != "mean":
+                # The machine changed under the incumbent (a neighbour started, the clock
+                # dropped): compare only with what it measures since.
+                unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
             return unbiased[-self.rule.max_samples :]
         return samples
+
+    def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
+        """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
+        return change_point(unbiased)
 
     def carried(self, incumbent: str) -> int:
         """How many reference samples earlier candidates' evaluations left behind."""
@@ -90,6 +109,6 @@ class SampleBook:
             self.rule,
             self.direction,
             self.reference(incumbent),
-            Pool.of(self.groups, incumbent),
+            Pool.of(self.groups, incumbent, self.rule.estimator, self.direction),
             self.carried(incumbent),
         )

@@ -16,7 +16,8 @@ from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.escalation import search_notes
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.liveness import is_running, lock_holder
-from autoresearch.summary import summarize
+from autoresearch.robust import robust_sigma
+from autoresearch.summary import sample_groups, summarize
 
 __all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
 
@@ -76,10 +77,18 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "attempt_counts": attempts,
             "target": state.get("target"),
             "max_iterations": state.get("max_iterations"),
+            # The rule in force and why (`rule = "auto"` says what it chose).
+            "decision": state.get("decision"),
             "branch": f"autoresearch/{name}",
             "ledger": str(state_dir / "ledger.jsonl"),
             "slots": slot_status(state.get("slots")) if running else [],
         }
+    )
+    robust = robust_sigma(list(sample_groups(records).values()), "median", direction)
+    baseline = summary.get("baseline")
+    summary["noise_robust"] = None if robust is None else robust[0]
+    summary["noise_robust_pct"] = (
+        None if robust is None or not baseline else 100.0 * robust[0] / abs(baseline)
     )
     return summary
 

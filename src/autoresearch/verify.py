@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.auto_rule import resolve
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.decide import Rule
 from autoresearch.errors import AutoresearchError
@@ -100,7 +101,9 @@ def verify_campaign(
     decision = _decision(root, state_dir, campaign, state.get("config"))
     if decision is not None:
         rule, direction = decision
-        report.rule = rule.name
+        # `auto` names the rule it chose from the baseline.
+        first = records[0].samples if records and records[0].status is Status.BASELINE else ()
+        report.rule = resolve(rule, first or (), direction).name
         for finding in replay(records, rule, direction):
             report.problems.append(
                 f"line {numbers[finding.index]} (attempt {finding.iteration}): {finding.message}"

@@ -65,7 +65,7 @@ def test_decision_and_sandbox_are_written_commented_and_valid(
             lines[i] = lines[i][2:]
     (repo / "autoresearch.toml").write_text("\n".join(lines) + "\n")
     campaign = load_campaign(repo, None)
-    assert campaign.config.decision.rule == "strict"
+    assert campaign.config.decision.rule == "auto"
     assert campaign.config.sandbox.network is True
 
 

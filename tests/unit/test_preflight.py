@@ -39,3 +39,12 @@ def test_check_measures_the_commit_not_uncommitted_edits(toy: Path, invoke: Runn
     (toy / "calc.py").write_text("N = 3\n")
     result = invoke(toy, "check")
     assert "metric: 7" in result.stdout
+
+
+def test_check_repeat_reports_robust_noise_and_recommends_a_rule(toy: Path, invoke: Runner) -> None:
+    data = json.loads(invoke(toy, "check", "--repeat", "3", "--json").stdout)
+    assert data["noise"] == {"robust_sigma": 0, "sigma": 0}
+    assert data["recommended"]["min_delta"] == "0"
+    assert data["recommended"]["rule"].startswith("auto (an exact metric")
+    text = invoke(toy, "check", "--repeat", "3").stdout
+    assert "noise: robust sigma 0" in text and "recommended: rule = auto" in text

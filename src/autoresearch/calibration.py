@@ -1,0 +1,52 @@
+"""A disk cache of calibrated sequential boundaries (pure values of their parameters).
+
+A boundary is a deterministic function of its key (fixed seed, fixed paths), so a cached
+value is exactly the one a fresh calibration would give; the cache only saves the seconds.
+It lives in $AUTORESEARCH_CACHE_DIR, else $XDG_CACHE_HOME/autoresearch, else
+~/.cache/autoresearch; when it cannot be read or written the boundary is simply computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+VERSION = 1  # bump when the calibration procedure changes
+
+
+def cache_file() -> Path:
+    base = os.environ.get("AUTORESEARCH_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = str(Path(xdg) / "autoresearch")
+    return Path(base) / f"calibration-v{VERSION}.json"
+
+
+def _read(path: Path) -> dict[str, float]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}
+
+
+def cached(key: str, compute: Callable[[], float]) -> float:
+    path = cache_file()
+    known = _read(path)
+    if key in known:
+        return known[key]
+    value = compute()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        merged = {**_read(path), key: value}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".calibration-")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(merged, out)
+        os.replace(tmp, path)
+    return value

@@ -1,0 +1,270 @@
+"""Robust location and spread for noisy metrics: what one spike cannot move.
+
+Pure, no I/O, imports nothing from the package. `decide` uses it when a rule's estimator is
+not the plain mean:
+
+- `median` (symmetric noise): each side's location is its median; the spread is the
+  pooled median absolute deviation from each version's median.
+- `time` (disturbances only make the number worse: wall-clock timings, throughput): each
+  side's location is the mean of its better half, moved back by the better half's expected
+  advantage under Gaussian noise (so that sides with different sample counts compare
+  without bias); the spread is taken from the better half of each version's samples.
+
+Both spreads are scaled by factors found by simulation so that, on Gaussian noise, they
+estimate the standard deviation: the sequential boundary calibrated on Gaussian noise then
+holds for them, while a spike (a loaded machine, a garbage collection) moves neither the
+location nor the spread. Every factor comes from a fixed seed, so a verdict replays
+exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Literal
+
+Estimator = Literal["mean", "median", "robust", "time"]
+ESTIMATORS: tuple[Estimator, ...] = ("mean", "median", "robust", "time")
+# `robust` and `time` average the samples that lie within this many robust sigmas of the
+# median (`robust`, both sides) or beyond the better half's mean only on the better side
+# plus this much on the worse one (`time`): on Gaussian noise almost every sample, so they
+# are nearly as efficient as the mean; a spike is left out.
+CLIP = {"robust": 3.0, "time": 2.5}
+
+# Gaussian: median |X| = 0.6745 sigma.
+MAD_NORMAL = 0.6744897501960817
+# The first-sample screen: spread quantile whose size (in robust sigmas) tells spikes apart
+# from Gaussian noise, below which no tolerance is granted, and the steps it is rounded to
+# (the sequential boundary is calibrated per step).
+SCREEN_QUANTILE = 0.9
+SCREEN_STEPS = (0.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0)
+SCREEN_GAUSSIAN = 2.5  # a quantile below this is what Gaussian noise gives: no tolerance
+# The share of the degrees of freedom the noise estimate claims: all of them, since its
+# second step is a plain pooled standard deviation of the samples kept.
+DOF_SHARE = 1.0
+
+
+def worse_high(direction: str) -> bool:
+    """Whether a disturbance makes the number higher (a timing) or lower (a throughput)."""
+    return direction == "minimize"
+
+
+def _better_first(samples: Sequence[float], direction: str) -> list[float]:
+    ordered = sorted(samples)
+    return ordered if worse_high(direction) else ordered[::-1]
+
+
+def median(samples: Sequence[float]) -> float:
+    ordered = sorted(samples)
+    n = len(ordered)
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def half(n: int) -> int:
+    """How many of n samples the `time` estimator averages: the better half, rounded up."""
+    return (n + 1) // 2
+
+
+@lru_cache(maxsize=1024)
+def better_half_offset(n: int) -> float:
+    """E[mean of the lowest half(n) of n standard normals] (<= 0), by numerical integration
+    of the order statistics' expectations."""
+    if n <= 1:
+        return 0.0
+    h = half(n)
+    steps = 4000
+    lo, hi = -9.0, 9.0
+    dx = (hi - lo) / steps
+    total = 0.0
+    for i in range(1, h + 1):
+        # E[X_(i:n)] = n C(n-1, i-1) \int x phi(x) Phi(x)^(i-1) (1-Phi(x))^(n-i) dx
+        coef = n * math.comb(n - 1, i - 1)
+        acc = 0.0
+        for s in range(steps + 1):
+            x = lo + s * dx
+            cdf = 0.5 * math.erfc(-x / math.sqrt(2.0))
+            pdf = math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+            weight = 0.5 if s in (0, steps) else 1.0
+            acc += weight * x * pdf * cdf ** (i - 1) * (1 - cdf) ** (n - i)
+        total += coef * acc * dx
+    return total / h
+
+
+def location(samples: Sequence[float], estimator: str, direction: str, sigma: float) -> float:
+    """The number a side's samples stand for under `estimator`."""
+    if estimator == "median":
+        return median(samples)
+    if estimator in CLIP:
+        kept = inliers(samples, estimator, direction, sigma)
+        if not kept:
+            return median(samples) if estimator == "robust" else better_half(samples, direction, 0)
+        return math.fsum(kept) / len(kept)
+    return math.fsum(samples) / len(samples)
+
+
+def inliers(samples: Sequence[float], estimator: str, direction: str, sigma: float) -> list[float]:
+    """The samples `robust` and `time` average: within CLIP robust sigmas of the median
+    (both sides), or not beyond the better half's mean by more than CLIP on the worse side."""
+    if sigma <= 0:
+        return list(samples)
+    edge = CLIP[estimator] * sigma
+    if estimator == "robust":
+        center = median(samples)
+        return [x for x in samples if abs(x - center) <= edge]
+    center = better_half(samples, direction, sigma)
+    high = worse_high(direction)
+    return [x for x in samples if (x - center if high else center - x) <= edge]
+
+
+def better_half(samples: Sequence[float], direction: str, sigma: float) -> float:
+    """The mean of the better half, moved back by its expected advantage on Gaussian noise."""
+    best = _better_first(samples, direction)[: half(len(samples))]
+    shift = -better_half_offset(len(samples)) * sigma  # >= 0: the better half's advantage
+    mean = math.fsum(best) / len(best)
+    return mean + shift if worse_high(direction) else mean - shift
+
+
+def _group_scale(group: Sequence[float], estimator: str, direction: str) -> float:
+    """One version's spread statistic, before its consistency factor."""
+    if estimator == "time":
+        best = _better_first(group, direction)
+        top = max(2, half(len(group)))
+        return abs(best[top - 1] - best[0])
+    center = median(group)
+    return median([abs(x - center) for x in group])
+
+
+@lru_cache(maxsize=512)
+def consistency(m: int, estimator: str) -> float:
+    """The factor that makes `_group_scale` of m Gaussian samples a median-unbiased
+    estimate of sigma (fixed seed: deterministic)."""
+    rng = random.Random(1_000_003 * m + (1 if estimator == "time" else 0))
+    stats = sorted(
+        _group_scale([rng.gauss(0.0, 1.0) for _ in range(m)], estimator, "minimize")
+        for _ in range(4001)
+    )
+    middle = stats[len(stats) // 2]
+    return 1.0 / middle if middle > 0 else 1.0
+
+
+def _weighted_median(pairs: list[tuple[float, float]]) -> float:
+    pairs.sort()
+    total = sum(w for _, w in pairs)
+    running = 0.0
+    for value, weight in pairs:
+        running += weight
+        if running >= total / 2:
+            return value
+    return pairs[-1][0]
+
+
+def robust_sigma(
+    groups: Sequence[Sequence[float]], estimator: str, direction: str
+) -> tuple[float, int] | None:
+    """The pooled robust spread of repeated samples of the same code, and its degrees of
+    freedom.
+
+    Two steps: a robust start (the weighted median of each version's scaled spread
+    statistic, which a minority of spiked versions cannot move), then the pooled standard
+    deviation of the samples that `location` keeps at that spread (spikes left out), which
+    on Gaussian noise is nearly as efficient as the plain one."""
+    pairs: list[tuple[float, float]] = []
+    for group in groups:
+        m = len(group)
+        if m < 2:
+            continue
+        scale = _group_scale(group, estimator, direction) * consistency(min(m, 64), estimator)
+        pairs.append((scale, m - 1))
+    if not pairs:
+        return None
+    start = _weighted_median(pairs)
+    if start <= 0 or estimator == "median":
+        return start, sum(int(w) for _, w in pairs)
+    ss = 0.0
+    dof = 0
+    for group in groups:
+        if len(group) < 2:
+            continue
+        kept = inliers(group, estimator, direction, start)
+        if len(kept) < 2:
+            continue
+        mean = math.fsum(kept) / len(kept)
+        ss += sum((x - mean) ** 2 for x in kept)
+        dof += len(kept) - 1
+    if dof == 0 or ss <= 0:
+        return start, sum(int(w) for _, w in pairs)
+    return math.sqrt(ss / dof), dof
+
+
+def screen_tolerance(
+    groups: Sequence[Sequence[float]], estimator: str, direction: str, sigma: float
+) -> float:
+    """How far worse (in robust sigmas) a candidate's first sample may look before it is
+    dropped at once: 0 when the worse-side deviations look Gaussian, else the size of the
+    campaign's typical spike (their SCREEN_QUANTILE), rounded up to a calibrated step."""
+    if sigma <= 0:
+        return 0.0
+    worse: list[float] = []
+    for group in groups:
+        if len(group) < 2:
+            continue
+        center = better_half(group, direction, sigma) if estimator == "time" else median(group)
+        for x in group:
+            d = (x - center) if worse_high(direction) else (center - x)
+            if estimator != "time":
+                d = abs(d)
+            if d > 0:
+                worse.append(d / sigma)
+    if len(worse) < 2:
+        return 0.0
+    worse.sort()
+    q = worse[min(len(worse) - 1, int(SCREEN_QUANTILE * len(worse)))]
+    if q <= SCREEN_GAUSSIAN:
+        return 0.0
+    return min((step for step in SCREEN_STEPS if step >= q), default=SCREEN_STEPS[-1])
+
+
+def standard_deviation(groups: Sequence[Sequence[float]]) -> float | None:
+    """The pooled within-version standard deviation (for reports beside the robust one)."""
+    ss = 0.0
+    dof = 0
+    for group in groups:
+        if len(group) >= 2:
+            mean = math.fsum(group) / len(group)
+            ss += sum((x - mean) ** 2 for x in group)
+            dof += len(group) - 1
+    return math.sqrt(ss / dof) if dof else None
+
+
+# A shift of the incumbent's re-measurements this large (in robust sigmas of the difference
+# of the two segments' medians) is a change of the machine, not noise: the reference starts
+# again after it. High, because every split point is tried.
+CHANGE_Z = 4.5
+CHANGE_MIN_SEGMENT = 3
+
+
+def change_point(samples: Sequence[float]) -> int:
+    """Where the last shift of level in `samples` (in time order) happened: the index the
+    samples after the shift start at, 0 when there is none.
+
+    The noise is measured by the successive differences (a shift spoils one of them, a
+    spike two), so the shift itself does not hide in an inflated spread."""
+    n = len(samples)
+    if n < 2 * CHANGE_MIN_SEGMENT:
+        return 0
+    steps = [abs(samples[i + 1] - samples[i]) for i in range(n - 1)]
+    sigma = median(steps) / (MAD_NORMAL * math.sqrt(2.0))
+    if sigma <= 0:
+        return 0
+    best, cut = 0.0, 0
+    for i in range(CHANGE_MIN_SEGMENT, n - CHANGE_MIN_SEGMENT + 1):
+        before, after = samples[:i], samples[i:]
+        # The median's standard error on Gaussian noise is about 1.25 sigma / sqrt(n).
+        se = 1.25 * sigma * math.sqrt(1 / len(before) + 1 / len(after))
+        z = abs(median(after) - median(before)) / se
+        if z > best:
+            best, cut = z, i
+    return cut if best >= CHANGE_Z else 0

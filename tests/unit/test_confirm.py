@@ -1,0 +1,128 @@
+"""`confirm`, `compare`, the machine log and the exclusive lock, on a real noisy campaign."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from autoresearch import machine
+from autoresearch.paired import paired_gain
+from conftest import Runner, ledger
+from unit.test_noise_campaigns import noisy_repo
+
+
+def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
+    a = [10.0, 10.1, 9.9, 10.05, 10.0, 9.95, 10.1, 10.0, 9.9, 10.05]
+    b = [x - 1.0 for x in a]
+    b[3] += 30.0  # one pair ran beside a busy neighbour
+    found = paired_gain(a, b, "minimize")
+    assert found.confirmed and 0.8 < found.low <= found.estimate <= found.high < 1.2
+    same = paired_gain(a, a, "minimize")
+    assert not same.confirmed and same.estimate == 0
+    worse = paired_gain(a, [x + 1 for x in a], "minimize")
+    assert worse.high < 0 and not worse.confirmed
+
+
+def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
+    tmp_path: Path, invoke: Runner
+) -> None:
+    repo, _ = noisy_repo(tmp_path, "auto", max_iterations=3)
+    calc = (repo / "calc.py").read_text()
+    result = invoke(repo, "run", "--plain")
+    assert result.returncode == 0, result.stderr
+    assert "decision: sequential, robust" in result.stdout
+    records = ledger(repo, "n")
+    assert len(records[0]["samples"]) == 4
+    assert records[1]["status"] == "keep"
+    # The campaign ended with the best confirmed against the baseline.
+    assert "interleaved pairs" in result.stdout and "confirmed" in result.stdout
+    assert invoke(repo, "verify").returncode == 0
+    status = json.loads(invoke(repo, "status", "--json").stdout)
+    assert status["decision"].startswith("decision: sequential, robust")
+    assert status["noise_robust"] is not None and status["noise_robust"] > 0
+    text = invoke(repo, "status").stdout
+    assert "robust sigma" in text and "decision: sequential" in text
+    found = invoke(repo, "confirm", "--repeat", "6", "--json")
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert data["a"]["label"] == "baseline" and data["b"]["label"] == "best"
+    assert len(data["a_samples"]) == len(data["b_samples"]) == 6
+    # N = 6 -> 5 under noise 0.3: a gain of about 1, the interval around it.
+    assert data["low"] <= data["gain"] <= data["high"] and 0.3 < data["gain"] < 1.7
+    assert data["raw_gain"] is not None
+    report = invoke(repo, "report")
+    assert report.returncode == 0
+    assert "confirmed gain:" in (repo / ".autoresearch" / "n" / "report.md").read_text()
+    # Measured in the engine's folders: the user's checkout is as it was.
+    assert (repo / "calc.py").read_text() == calc
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert dirty == ""
+    # Every metric run left its line, with the load average beside the value.
+    lines = machine.read(repo / ".autoresearch" / "n")
+    runs = sum(int(r["metric_runs"]) for r in records)
+    assert len(lines) >= runs and all("loadavg1" in line for line in lines)
+
+
+def test_compare_names_versions_and_refuses_what_does_not_exist(
+    tmp_path: Path, invoke: Runner
+) -> None:
+    repo, _ = noisy_repo(tmp_path, "auto", max_iterations=1)
+    before = invoke(repo, "confirm")
+    assert before.returncode != 0 and "no baseline yet" in before.stderr
+    assert "Traceback" not in before.stderr
+    assert invoke(repo, "run", "--plain").returncode == 0
+    found = invoke(repo, "compare", "baseline", "1", "--repeat", "3", "--json")
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert data["b"]["label"] == "attempt 1" and data["gain"] > 0
+    missing = invoke(repo, "compare", "baseline", "99")
+    assert missing.returncode != 0 and "attempt 99" in missing.stderr
+    bogus = invoke(repo, "compare", "baseline", "no-such-thing")
+    assert bogus.returncode != 0 and "neither" in bogus.stderr
+    assert "Traceback" not in missing.stderr + bogus.stderr
+
+
+def test_the_exclusive_lock_keeps_a_second_holder_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTORESEARCH_LOCK_DIR", str(tmp_path))
+    order: list[str] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with machine.exclusive(True):
+            order.append("first in")
+            inside.set()
+            release.wait(30)
+            order.append("first out")
+
+    def second() -> None:
+        with machine.exclusive(True):
+            order.append("second in")
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert inside.wait(30)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(0.5)
+    assert order == ["first in"], "the second measurement ran while the first held the lock"
+    release.set()
+    one.join(30)
+    two.join(30)
+    assert order == ["first in", "first out", "second in"]
+    with machine.exclusive(False):
+        pass  # no lock taken when not asked for
+    assert machine.lock_path().parent == tmp_path
+    assert os.path.exists(machine.lock_path())
