@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
@@ -232,3 +234,30 @@ def describe(data: dict[str, Any]) -> str:
         f"{100 * data['level']:.0f}% interval [{data['low']:.6g}, {data['high']:.6g}]"
         f" — {verdict} (confidence {data['confidence']:.3f}){raw_text}"
     )
+
+
+# -- the MCP tool -----------------------------------------------------------------------------
+
+
+class ConfirmResult(BaseModel):
+    """What `confirm` measured, as `autoresearch confirm --json` prints it."""
+
+    confirmed: bool  # the whole confidence interval is a gain
+    outcome: dict[str, Any]
+
+
+def mcp_confirm(tools: Any) -> Callable[..., ConfirmResult]:
+    """The `confirm` tool of `autoresearch mcp`: the best kept version against the baseline
+    in interleaved pairs, measured by the engine as `autoresearch confirm` does."""
+
+    def confirm_tool(repeat: int = 10) -> ConfirmResult:
+        """Re-measure the best result against the baseline in `repeat` interleaved pairs:
+        the gain with a confidence interval, beside the raw gain the ledger recorded."""
+        from autoresearch.config import load_campaign
+
+        if not 1 <= repeat <= 1000:
+            raise AutoresearchError("repeat must be between 1 and 1000.")
+        outcome = confirm(load_campaign(tools.root, tools.config), repeat).to_json()
+        return ConfirmResult(confirmed=bool(outcome.get("confirmed")), outcome=outcome)
+
+    return confirm_tool

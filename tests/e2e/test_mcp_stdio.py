@@ -67,7 +67,7 @@ async def drive(repo: Path) -> dict[str, Any]:
         seen["log"] = structured(await session.call_tool("log", {"last": 3}))
         seen["show"] = structured(await session.call_tool("show", {"iteration": 1}))
         seen["diff"] = structured(await session.call_tool("diff", {}))
-        seen["confirm"] = structured(await session.call_tool("confirm", {}))
+        seen["confirm"] = structured(await session.call_tool("confirm", {"repeat": 6}))
         seen["ideas"] = structured(await session.call_tool("ideas", {}))
         missing = await session.call_tool("show", {"iteration": 99})
         seen["missing"] = (missing.is_error, missing.content[0].text)  # type: ignore[union-attr]
@@ -95,7 +95,11 @@ def test_a_campaign_through_the_mcp_server(toy: Path) -> None:
     assert [a["iteration"] for a in seen["log"]["attempts"]] == [3, 4, 5]
     assert seen["show"]["attempt"]["description"] == "N to 7"
     assert "-N = 10" in seen["diff"]["diff"] and "+N = 3" in seen["diff"]["diff"]
-    assert seen["confirm"]["available"] is False and "confirm" in seen["confirm"]["message"]
+    # The best (score 0) against the baseline (score 7), measured again by the engine.
+    confirmed = seen["confirm"]
+    assert confirmed["confirmed"] is True and confirmed["outcome"]["pairs"] == 6
+    assert confirmed["outcome"]["a_samples"] == [7.0] * 6
+    assert confirmed["outcome"]["b_samples"] == [0.0] * 6
     assert seen["ideas"]["added"] == [] and isinstance(seen["ideas"]["ideas"], list)
     assert seen["missing"][0] and "no attempt 99" in seen["missing"][1]
     # Everything the tools said is what the ledger holds; the checkout was not touched.
