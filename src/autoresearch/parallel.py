@@ -331,6 +331,8 @@ class Slot:
                 self.loop.outbox.put(Known(self, replace(known, slot=self.index)))
             changes = list(collected.checkout_changes)
             screened = screen(proposal, collected.candidate, changes, self.rules)
+            if screened is None and task.lost is None:  # files measured before: not again
+                screened = view.trees.screen(collected.candidate.tree)
             if screened is not None and screened.status in REJECTED_CONTENT:
                 self.workspace.forget(iteration)
             if screened is None:
@@ -607,6 +609,11 @@ class SlotLoop:
         if status is Status.KEEP or status is Status.MERGED:
             self.kept.append((task.iteration, record.commit or ""))
         stored = engine._log(record)
+        if steps.collected is not None and stored.commit is not None:
+            engine.trees.add(stored, steps.collected.candidate.tree)
+        output = steps.proposal.output_path if steps.proposal else None
+        for message in engine.guide.learn(engine.records, output):
+            engine.warn(message)
         if steps.proposal is not None and task.steps is None:
             engine._count_proposer_failures(steps.proposal)
         if stored.status.sets_best:
@@ -618,7 +625,12 @@ class SlotLoop:
             direction = str(engine.cfg.metric.direction)
             slot.proposer.observe(
                 Outcome(
-                    task.iteration, stored.status, stored.metric, engine.incumbent.metric, direction
+                    task.iteration,
+                    stored.status,
+                    engine.trees.answer(stored),
+                    engine.incumbent.metric,
+                    direction,
+                    engine.guide.memory(engine.records),
                 )
             )
         if stored.status.halts and self.halted is None:

@@ -374,3 +374,25 @@ def test_scope_and_tamper_rules_hold_in_every_slot(tmp_path: Path) -> None:
     started = sorted(by_iteration)
     assert started == list(range(len(started))) and len(started) == len(records)
     assert verify_campaign(repo, repo / ".autoresearch" / "t", "t").ok
+
+
+def test_slots_answer_repeated_files_from_the_ledger_and_keep_the_memory(tmp_path: Path) -> None:
+    # Every proposal writes the same worse file: after the first is measured (a discard),
+    # every later one is a duplicate, whatever slot proposes it, and the memory is kept.
+    same = "sed -i 's/^A = 0/A = -1/' calc.py\nsleep 0.3\n"
+    repo = script_campaign(
+        tmp_path,
+        same,
+        bench=ADDITIVE,
+        files={"calc.py": SPACED},
+        **{"stop.max_iterations": 6},
+    )
+    records, _ = run(repo, 2)
+    statuses = [r.status for r in records[1:]]
+    measured = [s for s in statuses if s is Status.DISCARD]
+    # Proposals already in flight when the first is measured may be measured too (nothing
+    # was known yet); every one after that is answered from the ledger.
+    assert statuses.count(Status.DUPLICATE) >= 3 and len(measured) <= 2, statuses
+    assert statuses[-1] is Status.DUPLICATE
+    assert (repo / ".autoresearch" / "t" / "memory.md").is_file()
+    assert verify_campaign(repo, repo / ".autoresearch" / "t", "t").ok
