@@ -70,7 +70,7 @@ def script_campaign(
     config = campaign_toml(
         name="t",
         goal=None,
-        guard=None,
+        guard=overrides.pop("guard", None),
         **{
             "metric.pattern": None,
             "metric.target": None,

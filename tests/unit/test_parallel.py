@@ -164,6 +164,12 @@ def test_cores_beyond_the_machine_are_refused_in_one_sentence(tmp_path: Path) ->
         Engine(load_campaign(repo), jobs=2).run()
 
 
+def test_a_guard_rework_with_several_jobs_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    repo = script_campaign(tmp_path, "true\n", guard={"command": "true", "rework": 2})
+    with pytest.raises(ConfigError, match=r"guard\.rework.*--jobs 1"):
+        Engine(load_campaign(repo), jobs=2).run()
+
+
 @pytest.mark.parametrize(
     ("key", "value", "words"),
     [
