@@ -45,7 +45,12 @@ from autoresearch.lifecycle import (
     RunResult,
     raise_interrupted,
 )
-from autoresearch.parallel import kill_slot_leftovers, lost_in_slots, run_slots
+from autoresearch.parallel import (
+    kill_slot_leftovers,
+    lost_in_slots,
+    refuse_sequential_only,
+    run_slots,
+)
 from autoresearch.prompt import proposal_context
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer
@@ -209,6 +214,7 @@ class Engine:
 
     def _open(self) -> None:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
+        refuse_sequential_only(self.campaign, self.jobs)
         mark_running(self.state, self.campaign, self.max_iterations)
         self.state.update(isolation=self.executor.isolation, waiting=False)
         repaired = self.ledger.repair()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
+from autoresearch.config import Campaign
 from autoresearch.errors import ConfigError, GitError, WorkspaceHijacked
 from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.events import PhaseChanged
@@ -432,7 +433,6 @@ class SlotLoop:
             parallel_safe = getattr(engine.proposer, "parallel_safe", False)
             self.shared = engine.proposer if parallel_safe else SharedProposer(engine.proposer)
         self.cpus = self._cpus()
-        self._refuse_sequential_only()
         self.next_iteration = engine._last_iteration() + 1
         if engine.pending is not None:  # lost by a sequential run: measured here first
             engine.requeue.insert(0, engine.pending)
@@ -465,17 +465,6 @@ class SlotLoop:
         else:
             mine = [gpus[index % len(gpus)]]
         return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in mine)}
-
-    def _refuse_sequential_only(self) -> None:
-        """A guard rework gives the next attempt to the same candidate: with several in
-        flight there is no "next attempt" to hand it to, so the two are refused together."""
-        guard = self.engine.cfg.guard
-        if guard is not None and guard.rework:
-            raise ConfigError(
-                f"{self.engine.campaign.display_path()}: key 'guard.rework': a guard rework "
-                f"needs one candidate at a time, but this run has {self.jobs} jobs; set "
-                "rework = 0 or run with --jobs 1."
-            )
 
     def _cpus(self) -> list[list[int]]:
         per = self.engine.cfg.executor.cpus_per_job
@@ -796,6 +785,19 @@ def lost_in_slots(state: dict[str, Any], records: list[AttemptRecord]) -> list[A
 
 
 PROPOSER_FAILURE_LIMIT = 3
+
+
+def refuse_sequential_only(campaign: Campaign, jobs: int) -> None:
+    """A guard rework gives the next attempt to the same candidate: with several in flight
+    there is no "next attempt" to hand it to, so the two are refused together, before
+    anything is measured."""
+    guard = campaign.config.guard
+    if jobs > 1 and guard is not None and guard.rework:
+        raise ConfigError(
+            f"{campaign.display_path()}: key 'guard.rework': a guard rework needs one "
+            f"candidate at a time, but this run has {jobs} jobs; set rework = 0 or run with "
+            "--jobs 1."
+        )
 
 
 def run_slots(engine: Engine, jobs: int) -> Finish:

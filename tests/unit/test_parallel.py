@@ -168,6 +168,8 @@ def test_a_guard_rework_with_several_jobs_is_refused_in_one_sentence(tmp_path: P
     repo = script_campaign(tmp_path, "true\n", guard={"command": "true", "rework": 2})
     with pytest.raises(ConfigError, match=r"guard\.rework.*--jobs 1"):
         Engine(load_campaign(repo), jobs=2).run()
+    # Refused before anything was measured or logged.
+    assert Ledger(repo / ".autoresearch" / "t").read() == []
 
 
 @pytest.mark.parametrize(
