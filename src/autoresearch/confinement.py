@@ -72,8 +72,10 @@ AGENT_ENV_NAMES = (
 
 # What each agent preset's CLI writes besides the workspace (created when missing, so
 # that the tool does not fail on a read-only home).
+# Claude Code saves ~/.claude.json by a temporary file and a rename, which a read-only home
+# refuses; it then writes the (bound, writable) file in place, which is what happens here.
 AGENT_STATE = {
-    "claude": ("~/.claude", "~/.claude.json", "~/.config/claude"),
+    "claude": ("~/.claude", "~/.claude.json", "~/.config/claude", "~/.local/state/claude"),
     "codex": ("~/.codex",),
     "gemini": ("~/.gemini",),
     "aider": ("~/.aider",),
