@@ -356,7 +356,9 @@ def _next(report: StepReport, record: AttemptRecord | None, proposer: HandEdits,
             )
         if reason == "baseline_failed":
             return f"Fix the metric or guard command ({report.message}), then `autoresearch start`."
-        kept_edits = " Your unmeasured edits are still in the workspace." if proposer.edited else ""
+        # Edits are unmeasured only when the campaign stopped before this step's attempt.
+        unmeasured = proposer.edited and not proposer.proposed
+        kept_edits = " Your unmeasured edits are still in the workspace." if unmeasured else ""
         return (
             f"The campaign stopped ({reason}); no more steps.{kept_edits} Review the best "
             "change with `autoresearch diff`, then `autoresearch apply` or `autoresearch "

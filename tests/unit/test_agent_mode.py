@@ -148,6 +148,7 @@ def test_edits_survive_until_step_collects_them(tmp_path: Path, remade: bool) ->
     assert sorted(done.attempt["files"]) == ["calc.py", "new.py", "tool.sh"]
     assert done.stopped and done.stop_reason == "target"
     assert "no more steps" in done.next
+    assert "unmeasured" not in done.next  # what this step brought was measured and kept
 
 
 def test_a_stopped_campaign_keeps_unmeasured_edits(tmp_path: Path) -> None:
@@ -158,6 +159,7 @@ def test_a_stopped_campaign_keeps_unmeasured_edits(tmp_path: Path) -> None:
     set_n(repo, "4")
     refused = step(repo)
     assert refused.attempt is None and refused.stop_reason == "max_iterations"
+    assert "unmeasured edits are still in the workspace" in refused.next
     assert "N = 4" in (workspace(repo) / "calc.py").read_text()
     assert len(Ledger(load_campaign(repo).state_dir).read()) == 2
 
