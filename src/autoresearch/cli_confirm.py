@@ -23,8 +23,11 @@ repeat_option = click.option(
 
 
 def _progress(quiet: bool) -> object:
+    """Progress on one line that rewrites itself, on a terminal only: in a log or a pipe
+    the carriage returns would run the lines together."""
+
     def show(side: str, pair: int, pairs: int) -> None:
-        if not quiet:
+        if not quiet and err_console.is_terminal:
             err_console.print(f"pair {pair}/{pairs}: measuring {side}", end="\r")
 
     return show
