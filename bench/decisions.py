@@ -76,7 +76,13 @@ TRACE_SCENARIOS = tuple(
     Scenario(
         f"trace {name} (block bootstrap), {plan} effects", "trace", 2.0, 5.0, plan=plan, trace=name
     )
-    for name in ("speedup_quiet", "compress_quiet", "speedup_contended", "compress_contended")
+    for name in (
+        "compress_idle",
+        "speedup_quiet",
+        "compress_quiet",
+        "speedup_contended",
+        "compress_contended",
+    )
     for plan in ("uniform", "realistic")
 )
 GOAL_SCENARIOS = SCENARIOS[:2]
