@@ -21,15 +21,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoresearch.owned import remove
 from autoresearch.sandbox import (
-    Boundary,
     NoSandbox,
     Sandbox,
     allowed_env,
     choose_sandbox,
-    deny_read_paths,
-    interpreter_dirs,
+    engine_boundary,
+    fresh_tmpdir,
+    shared_paths,
+    user_paths,
 )
 
 # Where coding agents and the proxies in front of them read their settings and keys.
@@ -128,16 +128,12 @@ class Confinement:
         readonly: Iterable[Path] = (),
         writable: Iterable[str] = (),
         pass_env: Iterable[str] = (),
-        scratch: Path | None = None,
     ) -> Confined:
         """Confine one command that runs in `workspace`. `readonly` are files it must read
-        (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths),
-        `scratch` its private TMPDIR when there is no campaign folder to hold one."""
-        tmpdir = (self.state_dir / "proposer-tmp") if self.state_dir is not None else scratch
-        if tmpdir is None:
-            tmpdir = workspace.parent / f".{workspace.name}-tmp"
-        remove(tmpdir)  # a link planted here is removed, not followed
-        tmpdir.mkdir(parents=True)
+        (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
+        private TMPDIR is in `state_dir`, else beside the workspace."""
+        folder = self.state_dir or workspace.parent
+        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
         description = tmpdir / DESCRIPTION_NAME
         reduced = agent_env(env, pass_env)
         if not self.isolating:
@@ -146,20 +142,16 @@ class Confinement:
         for path in extra:  # a tool fails on a read-only home when its folder is missing
             if not path.suffix and not os.path.lexists(path):
                 path.mkdir(parents=True, exist_ok=True)
-        root = self.root or workspace
-        boundary = Boundary(
-            workdir=workspace,
-            tmpdir=tmpdir,
-            hidden=(root.resolve(), *self.deny_read),
-            readonly=(
-                *((self.objects,) if self.objects is not None else ()),
-                *self.share,
-                *interpreter_dirs(env.get("PATH", ""), root),
-                *readonly,
-            ),
+        objects = (self.objects,) if self.objects is not None else ()
+        boundary = engine_boundary(
+            workspace,
+            tmpdir,
+            self.root or workspace,
+            reduced,
+            path_env=env.get("PATH", ""),
+            deny_read=self.deny_read,
+            readonly=(*objects, *self.share, *readonly),
             writable=(*self.writable, *(p.resolve() for p in extra)),
-            network=True,
-            env=reduced,
         )
         sandbox = self.sandbox
 
@@ -188,7 +180,7 @@ def confinement_for(
         state_dir=state_dir,
         root=root,
         objects=objects,
-        share=tuple((root / s.strip().rstrip("/")).resolve() for s in share),
-        deny_read=deny_read_paths(deny_read),
-        writable=tuple(Path(os.path.expanduser(p)).resolve() for p in writable),
+        share=shared_paths(root, share),
+        deny_read=user_paths(deny_read),
+        writable=user_paths(writable),
     )

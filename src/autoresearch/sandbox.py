@@ -178,8 +178,51 @@ def bwrap_problem(executable: str = "bwrap") -> str | None:
     return None
 
 
-def deny_read_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
+def user_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
+    """Paths as `[sandbox] deny_read` and `writable` give them (`~` allowed), resolved."""
     return tuple(Path(os.path.expanduser(p)).resolve() for p in patterns)
+
+
+def shared_paths(root: Path, share: Iterable[str]) -> tuple[Path, ...]:
+    """The checkout's `share` paths, resolved."""
+    return tuple((root / item.strip().rstrip("/")).resolve() for item in share)
+
+
+def fresh_tmpdir(path: Path) -> Path:
+    """An empty private TMPDIR at `path`; whatever stood there (a link planted by an
+    earlier command, say) is removed, never followed."""
+    from autoresearch.owned import remove
+
+    remove(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def engine_boundary(
+    workdir: Path,
+    tmpdir: Path,
+    root: Path,
+    env: dict[str, str],
+    *,
+    path_env: str,
+    deny_read: Iterable[Path] = (),
+    readonly: Iterable[Path] = (),
+    writable: Iterable[Path] = (),
+    network: bool = True,
+) -> Boundary:
+    """What every command the engine starts may see: its folder and TMPDIR writable (plus
+    `writable`), the machine read-only minus the user's checkout (which holds
+    `.autoresearch/`) and `deny_read`; `readonly` and the checkout's interpreters on
+    `path_env` shown again read-only; the environment `env` (already reduced)."""
+    return Boundary(
+        workdir=workdir,
+        tmpdir=tmpdir,
+        hidden=(root.resolve(), *deny_read),
+        readonly=(*readonly, *interpreter_dirs(path_env, root)),
+        writable=tuple(writable),
+        network=network,
+        env=env,
+    )
 
 
 UNPROTECTED = (

@@ -3,13 +3,11 @@ measurement folder), inside the OS sandbox where one is available."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
-from autoresearch.owned import remove
 from autoresearch.process import ChildRecord, network_isolation_problem, run_command
 from autoresearch.readout import MetricParseError, read_metric
 from autoresearch.sandbox import (
@@ -18,8 +16,10 @@ from autoresearch.sandbox import (
     Sandbox,
     allowed_env,
     choose_sandbox,
-    deny_read_paths,
-    interpreter_dirs,
+    engine_boundary,
+    fresh_tmpdir,
+    shared_paths,
+    user_paths,
 )
 
 CHILD_RECORD = "child.pgid"
@@ -125,17 +125,15 @@ def measurement_boundary(
     """What a metric or guard run may see: its folder (read-write), a fresh private TMPDIR,
     the machine read-only minus the user's checkout (which holds `.autoresearch/`) and the
     credential folders; the shared paths and the checkout's interpreters read-only."""
-    tmpdir = setup.state_dir / "tmp"
-    remove(tmpdir)  # a link planted here is removed, not followed
-    tmpdir.mkdir(parents=True)
     root = setup.root or workdir
-    shared = tuple((root / item.strip().rstrip("/")).resolve() for item in setup.share)
-    return Boundary(
-        workdir=workdir,
-        tmpdir=tmpdir,
-        hidden=(root.resolve(), *deny_read_paths(setup.deny_read)),
-        readonly=(*shared, *interpreter_dirs(env.get("PATH", ""), root)),
-        writable=tuple(Path(os.path.expanduser(p)).resolve() for p in setup.writable),
+    return engine_boundary(
+        workdir,
+        fresh_tmpdir(setup.state_dir / "tmp"),
+        root,
+        allowed_env(env, setup.pass_env),
+        path_env=env.get("PATH", ""),
+        deny_read=user_paths(setup.deny_read),
+        readonly=shared_paths(root, setup.share),
+        writable=user_paths(setup.writable),
         network=network,
-        env=allowed_env(env, setup.pass_env),
     )

@@ -347,7 +347,6 @@ class AgentProposer:
             readonly=(ctx.prompt_file, Path(self.exe).resolve()),
             writable=(*AGENT_STATE.get(self.kind, ()), *self.options.writable),
             pass_env=self.options.pass_env,
-            scratch=ctx.log_dir / "proposer-tmp",
         )
         result = run_command(
             self.command(files),

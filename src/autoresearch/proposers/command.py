@@ -135,7 +135,6 @@ class CommandProposer:
             readonly=(ctx.prompt_file,),
             writable=self.options.writable,
             pass_env=self.options.pass_env,
-            scratch=ctx.log_dir / "proposer-tmp",
         )
         description_file = confined.description_file
         env = {**confined.env, "AUTORESEARCH_DESCRIPTION_FILE": str(description_file)}
