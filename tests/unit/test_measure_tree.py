@@ -192,3 +192,26 @@ def test_a_measurement_folder_swapped_for_a_link_is_never_written_through(
     assert records[-1].status is Status.TAMPERED
     assert "measurement folder" in (records[-1].reason or "")
     assert snapshot(repo) == before
+
+
+def test_what_the_last_run_wrote_is_gone_when_the_campaign_ends(tmp_path: Path) -> None:
+    # The metric leaves a file and edits a tracked one in its folder on every run; when
+    # the campaign stops, the measurement folder holds exactly the last commit again.
+    bench = (
+        "import calc\nopen('left.txt', 'w').write('x')\nopen('other.py', 'a').write('# run')\n"
+        'print(f"score: {abs(calc.N - 3)}")\n'
+    )
+    repo = repo_with(tmp_path, **{"metric.command": "python bench.py"})
+    (repo / "bench.py").write_text(bench)
+    git(repo, "commit", "-qam", "a bench that writes")
+
+    def better(workspace: Path) -> Proposal:
+        (workspace / "calc.py").write_text("N = 4\n")
+        return Proposal(description="N to 4")
+
+    records = run(repo, better)
+    assert [r.status for r in records] == [Status.BASELINE, Status.KEEP]
+    folder = repo / ".autoresearch" / "toy" / "measure"
+    assert not (folder / "left.txt").exists()
+    assert (folder / "other.py").read_text() == "x = 1\n"
+    assert (folder / "calc.py").read_text() == "N = 4\n"
