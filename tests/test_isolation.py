@@ -277,6 +277,15 @@ def assert_honest(
     assert best[-1].metric == score(repo, branch)
 
 
+def assert_untouched(tmp_path: Path, isolation: str, proposer: dict[int, str]) -> None:
+    """The campaign whose proposer runs `proposer` leaves the user's repository exactly as
+    it was (`user_state`)."""
+    repo, _ = user_repo(tmp_path, isolation, proposer)
+    before = user_state(repo)
+    run(repo)
+    assert user_state(repo) == before
+
+
 def everything_written(repo: Path) -> bytes:
     """What candidate code could have written: every file of the campaign folder (leftovers,
     logs, ledger) and every git object, decompressed."""
@@ -332,10 +341,7 @@ UNSET = "unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE GIT_COMMON_DIR GIT_OBJECT_DI
 @pytest.mark.parametrize("isolation", modes())
 def test_workspace_gitfile_pointed_at_the_user_repository(tmp_path: Path, isolation: str) -> None:
     attack = HONEST + "\n    rm -rf .git; printf 'gitdir: %s\\n' '@REPO@/.git' > .git"
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -343,10 +349,7 @@ def test_worktree_folder_replaced_by_a_link_to_the_user_checkout(
     tmp_path: Path, isolation: str
 ) -> None:
     attack = HONEST + "\n    cd .. && mv worktree worktree.gone && ln -s '@REPO@' worktree"
-    repo, _ = user_repo(tmp_path, isolation, {1: attack, 2: HONEST})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -358,10 +361,7 @@ def test_user_branches_moved_and_created(tmp_path: Path, isolation: str) -> None
         + "\n    git branch planted"
         + "\n    git tag v-evil"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
@@ -372,19 +372,13 @@ def test_user_head_switched(tmp_path: Path, isolation: str) -> None:
         + UNSET
         + "git --git-dir='@REPO@/.git' symbolic-ref HEAD refs/heads/feature"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes())
 def test_stash_pushed_and_dropped_from_the_workspace(tmp_path: Path, isolation: str) -> None:
     attack = "    git stash drop -q; echo 'N = 1' > calc.py; git stash -q\n" + HONEST
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -396,10 +390,7 @@ def test_hook_planted_for_the_users_next_checkout(tmp_path: Path, isolation: str
         + '\n    chmod +x "$hooks/post-checkout"'
         + '\n    echo "exit 1" >> "$hooks/pre-commit"'
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -409,10 +400,7 @@ def test_user_git_config_rewritten(tmp_path: Path, isolation: str) -> None:
         + "\n    git config core.hooksPath /tmp/evil-hooks; git config alias.st '!rm -rf ~'"
         + "\n    git config --unset user.signingkey"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -422,19 +410,13 @@ def test_info_attributes_and_exclude_planted(tmp_path: Path, isolation: str) -> 
         + '\n    info="$(git rev-parse --path-format=absolute --git-common-dir)/info"'
         + '\n    echo "*.py filter=evil" > "$info/attributes"; echo "calc.py" >> "$info/exclude"'
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
 def test_user_index_rewritten(tmp_path: Path, isolation: str) -> None:
     attack = HONEST + "\n    " + UNSET + "git -C '@REPO@' rm -q --cached calc.py"
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes(none=PROPOSER_WRITES))
@@ -442,10 +424,7 @@ def test_user_files_and_ignored_secrets_deleted(tmp_path: Path, isolation: str) 
     attack = (
         HONEST + "\n    rm -f '@REPO@/.env' '@REPO@/scratch.txt'; echo gone > '@REPO@/README.md'"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 @pytest.mark.parametrize("isolation", modes(none=REACH))
@@ -460,10 +439,7 @@ def test_candidate_code_deletes_the_users_files_while_measured(
         "    if os.path.isfile(p) and not p.endswith(('.py', '.toml')):\n"
         "        os.remove(p)\nN = 7\nEOF"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack})
 
 
 # == measured tree != committed tree ===========================================================
@@ -946,10 +922,7 @@ def test_link_planted_at_a_log_path_points_the_engine_at_a_user_file(
         "\n      rm -f '@STATE@/logs/'$s; ln -s '@REPO@/.env' '@STATE@/logs/'$s; done"
         "\n    ln -sf '@REPO@/README.md' '@STATE@/logs/0002-proposer.out'"
     )
-    repo, _ = user_repo(tmp_path, isolation, {1: attack, 2: HONEST})
-    before = user_state(repo)
-    run(repo)
-    assert user_state(repo) == before
+    assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
 
 
 FORGE = r"""    python3 - '@STATE@/ledger.jsonl' "${c:-}" <<'EOF'
