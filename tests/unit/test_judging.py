@@ -42,7 +42,6 @@ def campaign(tmp_path: Path, **overrides: Any) -> Path:
             "metric.target": None,
             "metric.timeout": 30,
             "guard.command": f"{PY} -c 'import app; assert app.OK, \"app.OK is false\"'",
-            "sandbox.isolation": "none",
             "stop.max_iterations": 10,
             **overrides,
         }
@@ -269,9 +268,8 @@ def set_model(body: str) -> Edit:
     return edit
 
 
-def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
-    tmp_path: Path,
-) -> None:
+def holdout_repo(tmp_path: Path) -> Path:
+    """A model whose visible benchmark can be overfit, with an untracked holdout beside it."""
     config = campaign_toml(
         **{
             "scope": ["app.py"],
@@ -279,7 +277,6 @@ def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
             "metric.command": f"{PY} bench.py",
             "metric.target": None,
             "guard": None,
-            "sandbox.isolation": "none",
             "holdout.command": f"{PY} holdout/bench.py",
             "holdout.files": ["holdout/**"],
         }
@@ -296,6 +293,13 @@ def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
     (repo / "holdout").mkdir()
     (repo / "holdout" / "bench.py").write_text(UNSEEN)
     (repo / "holdout" / "data.txt").write_text("4 5 6 7\n")
+    return repo
+
+
+def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
+    tmp_path: Path,
+) -> None:
+    repo = holdout_repo(tmp_path)
     records, proposer = run(
         repo,
         set_model("return {1: 2, 2: 4, 3: 6}.get(x, 0)"),  # memorises the visible cases
@@ -334,7 +338,6 @@ def critical(tmp_path: Path) -> Path:
             "metric.name": "latency_ms",
             "metric.target": None,
             "guard": None,
-            "sandbox.isolation": "none",
             "approval.paths": ["pay.py"],
         }
     )
@@ -478,30 +481,7 @@ def test_a_simplification_still_meets_the_guard_and_verify_follows_it(tmp_path: 
 def test_the_holdout_files_changed_between_runs_are_refused(tmp_path: Path) -> None:
     from autoresearch.errors import ConfigError
 
-    config = campaign_toml(
-        **{
-            "scope": ["app.py"],
-            "harness": ["bench.py"],
-            "metric.command": f"{PY} bench.py",
-            "metric.target": None,
-            "guard": None,
-            "sandbox.isolation": "none",
-            "holdout.command": f"{PY} holdout/bench.py",
-            "holdout.files": ["holdout/**"],
-        }
-    )
-    repo = make_repo(
-        tmp_path / "repo",
-        {
-            "app.py": MODEL,
-            "bench.py": VISIBLE,
-            "autoresearch.toml": config,
-            ".gitignore": "holdout/\n",
-        },
-    )
-    (repo / "holdout").mkdir()
-    (repo / "holdout" / "bench.py").write_text(UNSEEN)
-    (repo / "holdout" / "data.txt").write_text("4 5 6 7\n")
+    repo = holdout_repo(tmp_path)
     run(repo, set_model("return 2 * x"))
     (repo / "holdout" / "data.txt").write_text("4 5 6 8\n")
     engine = Engine(
