@@ -486,7 +486,7 @@ class Workspace:
     # -- attempts ----------------------------------------------------------------------
 
     def collect(
-        self, incumbent: str, incumbent_tree: str, admit: Callable[[str], bool] | None = None
+        self, incumbent: str, incumbent_tree: str, admit: Callable[[str], bool]
     ) -> Candidate:
         """Stage what the proposer left in the workspace and describe it against the
         incumbent.
@@ -505,7 +505,7 @@ class Workspace:
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
             return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
-        if admit is not None and not all(admit(p) for p in dirty):
+        if not all(admit(p) for p in dirty):
             deleted, untracked = set(scan.deleted), set(scan.untracked)
             named = [
                 Change("D" if p in deleted else "A" if p in untracked else "M", p)
