@@ -87,6 +87,9 @@ class Guide:
         cfg = campaign.config
         self.backlog: Path | None = campaign.root / cfg.ideas if cfg.ideas else None
         self.proposers = max(len(cfg.proposers), 1)
+        # The ledger only grows: the memory of its first n records is made once, though the
+        # file, the proposer's outcome and the next prompt all ask for it.
+        self._memory: tuple[int, int | None, str] | None = None
 
     def next(self, records: Sequence[AttemptRecord]) -> Guidance:
         cfg = self.campaign.config
@@ -100,8 +103,12 @@ class Guide:
         )
 
     def memory(self, records: Sequence[AttemptRecord]) -> str:
-        cfg = self.campaign.config
-        return memory_text(cfg.name, str(cfg.metric.direction), records)
+        key = (len(records), records[-1].iteration if records else None)
+        if self._memory is None or self._memory[:2] != key:
+            cfg = self.campaign.config
+            text = memory_text(cfg.name, str(cfg.metric.direction), records)
+            self._memory = (*key, text)
+        return self._memory[2]
 
     def learn(self, records: Sequence[AttemptRecord], output_path: str | None) -> list[str]:
         """After an attempt: rewrite memory.md, add the ideas the proposer printed to the
