@@ -168,6 +168,19 @@ def statuses(repo: Path, name: str = "toy") -> list[str]:
     return [str(r["status"]) for r in ledger(repo, name)]
 
 
+def start_engine(repo: Path, *args: str) -> subprocess.Popen[str]:
+    """`autoresearch run --plain` in the background, in its own session, so that a test
+    can kill it as a user's SIGKILL would; stderr is kept for the assertion message."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "autoresearch", "run", "--plain", *args],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def marked(token: str) -> list[int]:
     """Live processes whose command line carries `token` (a pid means something else
     inside a PID namespace; a marker means the same everywhere)."""

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from autoresearch.attempt import Status
 from autoresearch.ledger import Ledger
 from autoresearch.testing.repo import git, make_repo
 from campaigns import campaign_toml
+from conftest import start_engine
 
 CLAUDE = """#!/bin/bash
 echo called >> "{calls}"
@@ -31,17 +30,6 @@ if os.environ.get("AUTORESEARCH_ITERATION") == "1" and not os.path.exists("{resu
     time.sleep(60)
 print(f"score: {{abs(calc.N - 3)}}")
 """
-
-
-def run(repo: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "autoresearch", "run", "--plain", *args],
-        cwd=repo,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def test_sigkill_during_measurement_then_resume(tmp_path: Path) -> None:
@@ -65,7 +53,7 @@ def test_sigkill_during_measurement_then_resume(tmp_path: Path) -> None:
         },
     )
     state = repo / ".autoresearch" / "toy" / "state.json"
-    engine = run(repo)
+    engine = start_engine(repo)
     deadline = time.monotonic() + 60
     while True:
         assert time.monotonic() < deadline, "the first candidate was never measured"
@@ -76,7 +64,7 @@ def test_sigkill_during_measurement_then_resume(tmp_path: Path) -> None:
     os.kill(engine.pid, signal.SIGKILL)
     engine.wait(timeout=10)
     resumed.write_text("")
-    again = run(repo, "--max-iterations", "2")
+    again = start_engine(repo, "--max-iterations", "2")
     _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     records = Ledger(repo / ".autoresearch" / "toy").read()

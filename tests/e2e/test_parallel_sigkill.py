@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from autoresearch.attempt import Status
 from autoresearch.ledger import Ledger
 from autoresearch.verify import verify_campaign
 from campaigns import script_campaign
+from conftest import start_engine
 
 # Measurements hang (a recognisable sleep) until the marker file exists.
 BENCH = """import calc, os, subprocess
@@ -23,17 +23,6 @@ if not os.path.exists({resumed!r}) and os.environ.get("AUTORESEARCH_ITERATION") 
 print(calc.N)
 """
 PROPOSE = 'sed -i "s/^N = .*/N = $((10 - AUTORESEARCH_ITERATION))/" calc.py\n'
-
-
-def run(repo: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "autoresearch", "run", "--plain", *args],
-        cwd=repo,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def sleepers() -> list[str]:
@@ -50,7 +39,7 @@ def test_sigkill_with_three_in_flight_then_resume(tmp_path: Path) -> None:
         **{"metric.timeout": 200, "stop.max_iterations": 5, "executor.jobs": 3},
     )
     state = repo / ".autoresearch" / "t" / "state.json"
-    engine = run(repo)
+    engine = start_engine(repo)
     deadline = time.monotonic() + 60
     while True:
         assert time.monotonic() < deadline, "three candidates were never measured at once"
@@ -65,7 +54,7 @@ def test_sigkill_with_three_in_flight_then_resume(tmp_path: Path) -> None:
     in_flight = sorted(s["iteration"] for s in slots.values())
     assert in_flight == [1, 2, 3]
     resumed.write_text("")
-    again = run(repo)
+    again = start_engine(repo)
     _, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert not sleepers(), "a measurement of the killed engine is still running"
