@@ -716,7 +716,7 @@ class SlotLoop:
         self.cancelled.set()
         while self.busy():
             for slot in self.busy():
-                slot.child.kill_leftover()
+                slot.child.kill_running()
                 stop = getattr(slot.executor, "cancel", None)
                 if callable(stop):
                     stop()  # runs on other machines: a Ray executor cancels its tasks

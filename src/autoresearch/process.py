@@ -186,14 +186,33 @@ class ChildRecord:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # The group running now, held in memory as well: a canceller in another thread
+        # kills it without reading the file, which may be half-written at that moment.
+        self.running: int | None = None
+        self.lock = threading.Lock()
 
     def write(self, pgid: int) -> None:
+        with self.lock:
+            self.running = pgid
         stat = _proc_stat(pgid)
         start = "" if stat is None else f" {stat[1]}"
-        write_text(self.path, f"{pgid}{start}\n")
+        # Written whole or not at all: a reader never sees an empty record.
+        partial = self.path.with_name(self.path.name + ".new")
+        write_text(partial, f"{pgid}{start}\n")
+        os.replace(partial, self.path)
 
     def clear(self) -> None:
+        with self.lock:
+            self.running = None
         self.path.unlink(missing_ok=True)
+
+    def kill_running(self) -> int | None:
+        """Kill the group of the command running now in this process; its id, or None."""
+        with self.lock:
+            pgid = self.running
+        if pgid is not None and pgid > 1:
+            _kill_group(pgid, signal.SIGKILL)
+        return pgid
 
     def kill_leftover(self) -> int | None:
         """Kill the group a killed engine left running; return its id if there was one."""
@@ -202,13 +221,13 @@ class ChildRecord:
             written = self.path.stat().st_mtime
         except OSError:
             return None
-        self.path.unlink(missing_ok=True)
         parts = text.split()
         try:
             pgid = int(parts[0])
             start = int(parts[1]) if len(parts) > 1 else None
         except (IndexError, ValueError):
-            return None
+            return None  # not a record (yet): left for its writer to finish or clear
+        self.path.unlink(missing_ok=True)
         if pgid > 1 and self._still_ours(pgid, start, written):
             _kill_group(pgid, signal.SIGKILL)
             return pgid

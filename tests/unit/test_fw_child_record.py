@@ -110,3 +110,55 @@ def test_garbage_in_the_record_kills_nothing(
         (tmp_path / "child.pgid").write_text(text)
         assert ChildRecord(tmp_path / "child.pgid").kill_leftover() is None
     assert stranger.poll() is None
+
+
+def test_a_record_being_written_is_left_for_its_writer(
+    tmp_path: Path, stranger: subprocess.Popen[bytes]
+) -> None:
+    """A reader that comes while the record is empty (opened, not yet written) must not
+    delete it: the writer's group would then be out of everyone's reach."""
+    record = tmp_path / "child.pgid"
+    record.write_text("")
+    assert ChildRecord(record).kill_leftover() is None
+    assert record.exists()
+    ChildRecord(record).write(stranger.pid)
+    assert record.read_text().split()[0] == str(stranger.pid)
+    assert not record.with_name("child.pgid.new").exists()
+
+
+def test_a_canceller_kills_the_running_command_whatever_the_file_says(tmp_path: Path) -> None:
+    """Cancelling from another thread reaches the group running now even when the record
+    on disk is empty or gone, as it is for a moment while a command starts."""
+    import threading
+
+    from autoresearch.process import run_command
+
+    child = ChildRecord(tmp_path / "child.pgid")
+    marker = tmp_path / "pid"
+    results: list[float] = []
+
+    def measure() -> None:
+        result = run_command(
+            f"echo $$ > {marker}; sleep 60 & sleep 60",
+            cwd=tmp_path,
+            env=dict(os.environ),
+            timeout=120,
+            stdout_path=tmp_path / "out",
+            stderr_path=tmp_path / "err",
+            child=child,
+        )
+        results.append(result.seconds)
+
+    worker = threading.Thread(target=measure)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not marker.exists() or not marker.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    shell = int(marker.read_text())
+    (tmp_path / "child.pgid").write_text("")  # as if caught mid-write
+    assert child.kill_running() is not None
+    worker.join(timeout=10)
+    assert not worker.is_alive() and results and results[0] < 10
+    assert not _alive(shell)
+    assert child.kill_running() is None  # nothing runs any more
