@@ -925,6 +925,33 @@ def test_link_planted_at_a_log_path_points_the_engine_at_a_user_file(
     assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
 
 
+@pytest.mark.parametrize("isolation", modes())
+def test_links_planted_at_the_engines_tables_point_at_user_files(
+    tmp_path: Path, isolation: str
+) -> None:
+    # results.tsv, machine.jsonl and the hypothesis queue are appended to after every run.
+    attack = (
+        HONEST + "\n    ln -sf '@REPO@/README.md' '@STATE@/results.tsv'"
+        "\n    ln -sf '@REPO@/.env' '@STATE@/machine.jsonl'"
+        "\n    ln -sf '@REPO@/calc.py' '@STATE@/hypotheses.jsonl'"
+    )
+    assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
+
+
+@pytest.mark.parametrize("isolation", modes())
+def test_ledger_replaced_by_a_link_to_a_user_file(tmp_path: Path, isolation: str) -> None:
+    attack = HONEST + "\n    ln -sf '@REPO@/notes.local' '@STATE@/ledger.jsonl'"
+    repo, state = user_repo(tmp_path, isolation, {1: attack, 2: HONEST})
+    (repo / "notes.local").write_text("the user's notes\n")
+    before = user_state(repo)
+    outcome = run(repo, attacks=False)  # a planted link halts before attempt 1 is logged
+    assert user_state(repo) == before
+    if (state / "ledger.jsonl").is_symlink():  # reached: the engine halted, writing nothing
+        assert isinstance(outcome.error, AutoresearchError) and outcome.error.exit_code == 3
+    else:
+        assert any(r.iteration >= 1 for r in outcome.emitted)
+
+
 FORGE = r"""    python3 - '@STATE@/ledger.jsonl' "${c:-}" <<'EOF'
 import hashlib, json, sys
 path, commit = sys.argv[1], sys.argv[2]

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError, ConfigError
-from autoresearch.owned import write_text
+from autoresearch.owned import append_own, write_text
 from autoresearch.workspace import ensure_state_dir
 
 QUEUE_FILE = "hypotheses.jsonl"
@@ -178,9 +178,9 @@ def queue_hypotheses(state_dir: Path, items: Sequence[str]) -> list[str]:
     new = [h for h in dict.fromkeys(items) if h not in have]
     if new:
         state_dir.mkdir(parents=True, exist_ok=True)
-        with (state_dir / QUEUE_FILE).open("a", encoding="utf-8") as handle:
-            for h in new:
-                handle.write(json.dumps({"hypothesis": h}, ensure_ascii=False) + "\n")
+        lines = "".join(json.dumps({"hypothesis": h}, ensure_ascii=False) + "\n" for h in new)
+        with append_own(state_dir / QUEUE_FILE) as handle:
+            handle.write(lines.encode("utf-8"))
     return new
 
 

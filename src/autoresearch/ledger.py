@@ -12,6 +12,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord
 from autoresearch.errors import AutoresearchError
+from autoresearch.owned import append_own
 
 TSV_HEADER = "iteration\tcommit\tmetric\tdelta\tstatus\tdescription\n"
 
@@ -117,14 +118,14 @@ class Ledger:
             json.loads(last)
             if complete:
                 return None
-            with open(self.path, "ab") as handle:
+            with append_own(self.path, "ledger") as handle:
                 handle.write(b"\n")
                 handle.flush()
                 os.fsync(handle.fileno())
             return None
         except (json.JSONDecodeError, UnicodeDecodeError):
             pass
-        with open(self.torn_path, "ab") as handle:
+        with append_own(self.torn_path) as handle:
             handle.write(last + b"\n")
         keep = body + b"\n" if body else b""
         write_atomic(self.path, keep.decode("utf-8", errors="surrogateescape"))
@@ -143,14 +144,14 @@ class Ledger:
     def _write(self, data: dict[str, Any], record: AttemptRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=False)
-        with open(self.path, "ab") as handle:
+        with append_own(self.path, "ledger") as handle:
             handle.write(encode_line(line))
             handle.flush()
             os.fsync(handle.fileno())
         self._append_tsv(record)
 
     def _append_tsv(self, record: AttemptRecord) -> None:
-        new = not self.tsv_path.exists()
+        new = not self.tsv_path.is_file() or self.tsv_path.is_symlink()
         description = " ".join(record.description.replace("\0", " ").split())
         row = "\t".join(
             [
@@ -163,10 +164,9 @@ class Ledger:
             ]
         )
         # results.tsv is derived from the ledger (which is fsynced): flushing suffices.
-        with open(self.tsv_path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            if new:
-                handle.write(TSV_HEADER)
-            handle.write(row + "\n")
+        text = (TSV_HEADER if new else "") + row + "\n"
+        with append_own(self.tsv_path) as handle:
+            handle.write(text.encode("utf-8", errors="backslashreplace"))
         if new:
             _fsync_dir(self.dir)
 

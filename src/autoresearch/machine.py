@@ -23,6 +23,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from autoresearch.owned import append_own
+
 LOCK_NAME = "autoresearch-measure.lock"
 CPU_FREQ = Path("/proc/cpuinfo")
 
@@ -58,8 +60,8 @@ def snapshot() -> dict[str, Any]:
 def record(state_dir: Path, **fields: Any) -> None:
     """Append one sample's line to machine.jsonl; a failure to write never stops a run."""
     line = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields, **snapshot()}
-    with contextlib.suppress(OSError), (state_dir / "machine.jsonl").open("a") as out:
-        out.write(json.dumps(line) + "\n")
+    with contextlib.suppress(OSError), append_own(state_dir / "machine.jsonl") as out:
+        out.write((json.dumps(line) + "\n").encode())
 
 
 def read(state_dir: Path) -> list[dict[str, Any]]:

@@ -47,6 +47,22 @@ def open_own(path: Path) -> BinaryIO:
     return os.fdopen(fd, "wb")
 
 
+def append_own(path: Path, record: str | None = None) -> BinaryIO:
+    """Open a file of the engine's own for appending, never through a link planted at its
+    path. A derived file (a table, a log) found replaced is begun afresh; a `record` that
+    nothing rebuilds (the ledger) found replaced halts the campaign instead, untouched."""
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        if record is not None:
+            raise WorkspaceHijacked(
+                f"{path}: the {record} is not a file of the engine's own (a link or another "
+                "kind of file was put in its place); the campaign halts without writing "
+                "through it."
+            )
+        remove(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, "ab")
+
+
 def write_file(path: Path, data: bytes) -> None:
     """Write a file of the engine's own (see `open_own`)."""
     with open_own(path) as handle:
