@@ -74,6 +74,7 @@ PROPOSER_REACH = "none: the proposer writes anywhere the user can (a program on 
 PROPOSER_PROCS = "none: processes the proposer leaves outlive the attempt"
 PROPOSER_PIPES = "none: the engine waits on pipes the proposer's daemon holds"
 PROPOSER_ENV = "none: the proposer reads the engine's environment through /proc"
+SOCKETS = "none: commands reach the user's daemons through their unix sockets"
 
 
 def modes(**gaps: str) -> list[Any]:
@@ -852,6 +853,76 @@ def test_candidate_prints_a_secret_whose_name_does_not_look_secret(
     repo, _ = user_repo(tmp_path, isolation, {1: candidate_running(shell)})
     run(repo)
     assert SECRET.encode() not in everything_written(repo)
+
+
+@pytest.fixture
+def user_daemon() -> Iterator[tuple[Path, list[bytes]]]:
+    """A daemon of the user's listening on a unix socket (as docker, ssh-agent or tmux do:
+    whoever connects may have it run anything), and what it received."""
+    import socket
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ar-daemon-", dir="/tmp"))  # short: sun_path
+    path = folder / "daemon.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    received.append(conn.recv(4096) or b"(connected)")
+                except OSError:
+                    received.append(b"(connected)")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path, received
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+    path.unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def connect_shell(path: Path) -> str:
+    code = (
+        "import socket; s = socket.socket(socket.AF_UNIX); "
+        f"s.connect({str(path)!r}); s.sendall(b'run: rm -rf ~')"
+    )
+    return f"python3 -c {shlex.quote(code)}"
+
+
+@pytest.mark.parametrize("isolation", modes(none=SOCKETS))
+def test_candidate_talks_to_a_user_daemon_through_its_socket(
+    tmp_path: Path, isolation: str, user_daemon: tuple[Path, list[bytes]]
+) -> None:
+    path, received = user_daemon
+    repo, _ = user_repo(tmp_path, isolation, {1: candidate_running(connect_shell(path))})
+    run(repo)
+    time.sleep(0.3)
+    assert received == []
+
+
+@pytest.mark.parametrize("isolation", modes(none=SOCKETS))
+def test_proposer_talks_to_a_user_daemon_through_its_socket(
+    tmp_path: Path, isolation: str, user_daemon: tuple[Path, list[bytes]]
+) -> None:
+    path, received = user_daemon
+    attack = HONEST + "\n    " + connect_shell(path)
+    repo, _ = user_repo(tmp_path, isolation, {1: attack})
+    run(repo)
+    time.sleep(0.3)
+    assert received == []
 
 
 @pytest.mark.parametrize("isolation", modes(none=READS))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -152,6 +153,10 @@ class Bwrap:
         for path in boundary.readonly:
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
+        # A read-only mount does not stop connect(): a daemon's socket (docker, ssh-agent,
+        # tmux, the session bus) would run whatever the command asks, outside the sandbox.
+        for path in host_sockets(boundary):
+            args += ["--ro-bind", os.devnull, str(path)]
         for path in (boundary.tmpdir, boundary.workdir):
             args += ["--bind", str(path), str(path)]
         args += ["--chdir", str(boundary.workdir), "--", *argv]
@@ -159,6 +164,43 @@ class Bwrap:
 
     def environment(self, boundary: Boundary) -> dict[str, str]:
         return {**boundary.env, "TMPDIR": str(boundary.tmpdir)}
+
+
+UNIX_SOCKETS = Path("/proc/net/unix")
+
+
+def bound_sockets(table: Path = UNIX_SOCKETS) -> list[Path]:
+    """The file-system paths of the unix sockets bound on this machine, as the kernel lists
+    them: listening ones (a daemon's) and datagram ones (a log's) alike. Abstract names,
+    which `--unshare-net` cuts off, are left out."""
+    try:
+        lines = table.read_text(encoding="utf-8", errors="surrogateescape").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/"):
+            found.append(Path(fields[7]))
+    return found
+
+
+def host_sockets(boundary: Boundary, table: Path = UNIX_SOCKETS) -> list[Path]:
+    """The sockets a command must not reach: every bound one but those inside its own
+    folders or a `[sandbox] writable` path (which the user opened on purpose), and those
+    already hidden."""
+    open_to = (boundary.workdir, boundary.tmpdir, *boundary.writable)
+    masked = []
+    for path in dict.fromkeys(bound_sockets(table)):
+        if any(path.is_relative_to(p) for p in (*open_to, *boundary.hidden)):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:
+            continue  # gone, or behind a folder this user cannot search
+        masked.append(path)
+    return masked
 
 
 @lru_cache(maxsize=4)

@@ -111,3 +111,34 @@ def test_network_off_means_no_network(tmp_path: Path, invoke: Runner) -> None:
     result = invoke(repo, "run")
     assert result.returncode == 0, result.stdout + result.stderr
     assert ledger(repo, "s")[0]["metric"] == 1  # only the loopback device is left
+
+
+def test_sockets_covered_are_those_bound_outside_the_commands_own_paths(tmp_path: Path) -> None:
+    import socket
+
+    from autoresearch.sandbox import Boundary, host_sockets
+
+    work, tmp, open_dir, other = (tmp_path / n for n in ("w", "t", "open", "o"))
+    for folder in (work, tmp, open_dir, other):
+        folder.mkdir()
+    bound = []
+    for folder in (work, open_dir, other):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(folder / "s"))
+        bound.append(sock)
+    (other / "not-a-socket").write_text("")
+    rows = [
+        f"0000: 00000002 00000000 00010000 0001 01 {i} {p}"
+        for i, p in enumerate(
+            [work / "s", open_dir / "s", other / "s", other / "not-a-socket", other / "gone"]
+        )
+    ]
+    rows += ["0000: 00000002 00000000 00010000 0001 01 9 @abstract", "0000: 0002 0 0 0001 01 8"]
+    table = tmp_path / "unix"
+    table.write_text("Num RefCount Protocol Flags Type St Inode Path\n" + "\n".join(rows) + "\n")
+    boundary = Boundary(work, tmp, writable=(open_dir,))
+    try:
+        assert host_sockets(boundary, table) == [other / "s"]
+    finally:
+        for sock in bound:
+            sock.close()
