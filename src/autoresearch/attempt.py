@@ -77,6 +77,25 @@ class Status(StrEnum):
         )
 
     @property
+    def failed_or_refused(self) -> bool:
+        """Not kept, and not merely no better: something went wrong (`is_failure`), the
+        files repeat an earlier attempt's (`duplicate`), or a check after the rule refused
+        a better candidate (a constraint, the holdout, a person, a conflict with a newer
+        keep). The research memory says why each one was not kept, and the same one over
+        and over trips the breaker. Not: a keep, a discard (measured, no better: a dead
+        end), no change, an interrupted attempt (it says nothing) and a parked one
+        (`awaiting_approval` waits for a person; it did not fail)."""
+        if self is Status.INTERRUPTED:
+            return False
+        return self.is_failure or self in (
+            Status.DUPLICATE,
+            Status.CONSTRAINT_FAILED,
+            Status.OVERFIT,
+            Status.REJECTED,
+            Status.SUPERSEDED,
+        )
+
+    @property
     def measured(self) -> bool:
         """The metric ran on the candidate (its number may still be missing: a crash)."""
         return self in (

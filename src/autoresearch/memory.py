@@ -78,23 +78,46 @@ def worked(records: Sequence[AttemptRecord], direction: str) -> list[str]:
         f"- #{r.iteration} {_gain(r, direction)} ({num(r.metric)}), {_files(r)}: "
         f"{_one_line(r.description, 160)}{_idea(r)}"
         for r in records
-        if r.status is Status.KEEP
+        if r.status.sets_best and r.status is not Status.BASELINE  # a keep, or merged
     ]
 
 
 def failed(records: Sequence[AttemptRecord]) -> list[str]:
-    """Attempts that went wrong, with the engine's reason (a failed guard's reason holds
-    the guard's last lines)."""
+    """Every attempt that was not kept for a reason (`Status.failed_or_refused`: a failure,
+    a duplicate, a better candidate a check refused), with the engine's reason (a failed
+    guard's reason holds the guard's last lines); a parked candidate is listed as waiting
+    for approval, not as a failure. Discards are the dead ends."""
+    decided = {r.approval_of: r for r in records if r.approval_of is not None}
     out = []
     for r in records:
-        if not (r.status.is_failure or r.status is Status.DUPLICATE):
-            continue
-        if r.status is Status.INTERRUPTED:
+        status = str(r.status)
+        if r.status is Status.AWAITING_APPROVAL:
+            by = decided.get(r.iteration)
+            status = (
+                "awaiting_approval (parked for a person, not a failure)"
+                if by is None
+                else f"awaiting_approval (parked, then decided by #{by.iteration}: {by.status})"
+            )
+        elif not r.status.failed_or_refused:
             continue
         why = f": {_one_line(r.reason)}" if r.reason else ""
         what = _one_line(r.description or "", 120) or _files(r)
-        out.append(f"- #{r.iteration} {r.status}, {_files(r)} ({what}){why}{_idea(r)}")
+        out.append(f"- #{r.iteration} {status}, {_files(r)} ({what}){why}{_idea(r)}")
     return out
+
+
+# Measured (or judged) changes that did not help; a parked one may yet be kept, a rework
+# is being fixed, a duplicate repeats an attempt listed already.
+DEAD_ENDS = (
+    Status.DISCARD,
+    Status.CRASH,
+    Status.TIMEOUT,
+    Status.GUARD_FAILED,
+    Status.CONSTRAINT_FAILED,
+    Status.OVERFIT,
+    Status.REJECTED,
+    Status.SUPERSEDED,
+)
 
 
 def dead_ends(records: Sequence[AttemptRecord]) -> list[str]:
@@ -104,9 +127,7 @@ def dead_ends(records: Sequence[AttemptRecord]) -> list[str]:
     last_keep = max((r.iteration for r in records if r.status.sets_best), default=0)
     groups: OrderedDict[tuple[str, str], list[AttemptRecord]] = OrderedDict()
     for r in records:
-        if r.status in (Status.DISCARD, Status.CRASH, Status.TIMEOUT, Status.GUARD_FAILED) and (
-            r.commit
-        ):
+        if r.status in DEAD_ENDS and r.commit:
             key = (_files(r), change_kind(r))
             groups.setdefault(key, []).append(r)
             groups.move_to_end(key)

@@ -101,12 +101,14 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 def failure_signature(record: AttemptRecord) -> str | None:
     """What makes two failures "the same": the status and the reason with its numbers
     blanked (seconds, codes, attempt numbers vary between repeats of one mistake). A
-    duplicate's signature is the attempt it repeats. None for outcomes that are not
-    failures (a keep, a measured discard, no change)."""
+    duplicate's signature is the attempt it repeats. A better candidate a later check
+    refused (a constraint, the holdout, a person) is a failure too; None for the outcomes
+    that are not (`Status.failed_or_refused`: a keep, a measured discard, no change, a
+    parked candidate)."""
     status = record.status
     if status is Status.DUPLICATE:
         return f"duplicate:{duplicate_of(record)}"
-    if not status.is_failure or status is Status.INTERRUPTED:
+    if not status.failed_or_refused:
         return None
     reason = _NUMBER.sub("#", (record.reason or "").strip().lower())[:200]
     return f"{status}:{reason}"

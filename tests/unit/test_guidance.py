@@ -230,3 +230,48 @@ def test_the_backlog_is_never_written_through_a_link(tmp_path: Path) -> None:
     assert append_ideas(plain, ["a", "A", "b"], 1) == ["a", "b"]
     assert append_ideas(plain, ["a (attempt 9)", "c"], 2) == ["c"]
     assert read_backlog(plain)[-3:] == ["a (attempt 1)", "b (attempt 1)", "c (attempt 2)"]
+
+
+def test_the_memory_says_why_every_refused_attempt_was_not_kept() -> None:
+    def attempt(i: int, status: Status, reason: str, **extra: object) -> AttemptRecord:
+        return AttemptRecord(
+            i, status, commit=f"c{i}", files=("calc.py",), description=f"try {i}", reason=reason,
+            **extra,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    history = [
+        AttemptRecord(0, Status.BASELINE, metric=7.0, commit="c0"),
+        attempt(1, Status.CONSTRAINT_FAILED, "mem_mb 130 broke its limit 120"),
+        attempt(2, Status.OVERFIT, "worse on the holdout by 0.4"),
+        attempt(3, Status.AWAITING_APPROVAL, "touches calc.py ([approval] paths); better"),
+        attempt(4, Status.SUPERSEDED, "a winner, but its change conflicts with #5"),
+        attempt(5, Status.SCOPE_VIOLATION, "bench.py is outside the scope"),
+        attempt(6, Status.AWAITING_APPROVAL, "touches calc.py ([approval] paths); better"),
+        attempt(7, Status.REJECTED, "turned down by a person", approval_of=6),
+        attempt(8, Status.DISCARD, "mean 4 vs 4"),
+    ]
+    text = memory_text("toy", "minimize", history)
+    failed = text.split("## What failed and why")[1].split("##")[0]
+    dead = text.split("## Dead ends")[1]
+    assert "#1 constraint_failed, calc.py (try 1): mem_mb 130 broke its limit 120" in failed
+    assert "#2 overfit" in failed and "worse on the holdout" in failed
+    assert "#4 superseded" in failed and "#5 scope_violation" in failed
+    assert "#7 rejected" in failed and "turned down by a person" in failed
+    # A parked candidate did not fail: it waits, or says who decided it.
+    assert "#3 awaiting_approval (parked for a person, not a failure)" in failed
+    assert "#6 awaiting_approval (parked, then decided by #7: rejected)" in failed
+    assert "#8" not in failed  # a discard is a dead end, not a failure
+    for status in ("constraint_failed x1", "overfit x1", "superseded x1", "rejected x1"):
+        assert status in dead
+    assert "discard x1" in dead and "awaiting_approval" not in dead
+
+
+def test_a_merged_keep_is_remembered_as_worked() -> None:
+    history = [
+        AttemptRecord(0, Status.BASELINE, metric=7.0, commit="c0"),
+        AttemptRecord(
+            1, Status.MERGED, metric=5.0, previous_best=7.0, commit="c1", description="both"
+        ),
+    ]
+    worked = memory_text("toy", "minimize", history).split("## What worked")[1]
+    assert "#1 gain 2" in worked

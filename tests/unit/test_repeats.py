@@ -125,3 +125,19 @@ def test_the_breaker_counts_runs_of_the_same_failure_since_the_last_keep() -> No
     assert breaker_trips([*same, record(4, "keep")], 3) == 0
     dupes = [record(i, "duplicate", "the same files as attempt 2 (discard)") for i in (3, 4)]
     assert breaker_trips(dupes, 2) == 1
+
+
+def test_the_breaker_counts_refused_candidates_but_not_parked_ones() -> None:
+    from autoresearch.escalation import step
+
+    base = record(0, "baseline")
+    broke = [record(i, "constraint_failed", f"mem_mb {100 + i} > 100") for i in (1, 2, 3)]
+    assert breaker_trips([base, *broke], 3) == 1
+    where = step([base, *broke], 0, 3, 1)
+    assert where.breaker is not None and where.breaker.startswith("constraint_failed")
+    for status in ("overfit", "rejected", "superseded"):
+        same = [record(i, status, "the same reason") for i in (1, 2)]
+        assert breaker_trips([base, *same], 2) == 1, status
+    parked = [record(i, "awaiting_approval", "touches x ([approval] paths)") for i in (1, 2, 3)]
+    assert breaker_trips([base, *parked], 3) == 0
+    assert failure_signature(parked[0]) is None
