@@ -58,7 +58,16 @@ def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], directio
         f"sequential, robust: the baseline's {len(baseline)} runs differ{spread}; candidates "
         f"and the incumbent are measured in turn, up to {chosen.max_samples} runs each, "
         f"compared by {how}, kept at {chosen.confidence:g} confidence"
-    )
+        + (ONE_WAY_HINT if chosen.estimator != "time" and robust.one_sided(baseline, direction)
+           else "")
+    )  # fmt: skip
+
+
+ONE_WAY_HINT = (
+    "; its runs spike only on the worse side: if disturbances can only make this number "
+    'worse (a timing, a throughput), set [metric] noise = "time", which trusts each side\'s '
+    "better runs and keeps a real gain whose runs drew a spike"
+)
 
 
 def recommend(values: Sequence[float], direction: str, noise: str = "symmetric") -> tuple[str, str]:
@@ -76,4 +85,10 @@ def recommend(values: Sequence[float], direction: str, noise: str = "symmetric")
         return "auto (noisy: the robust sequential rule)", "0"
     pct = 100 * found[0] / abs(center)
     shown = f"{pct:.2g}" if pct >= 0.01 else "0.01"
-    return "auto (noisy: the robust sequential rule)", f"{float(shown):g}%"
+    rule = "auto (noisy: the robust sequential rule)"
+    if noise != "time" and robust.one_sided(values, direction):
+        rule = (
+            'auto, with [metric] noise = "time" (the runs spike only on the worse side, as '
+            "timings do)"
+        )
+    return rule, f"{float(shown):g}%"

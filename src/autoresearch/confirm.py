@@ -36,7 +36,7 @@ from autoresearch.gitcmd import Git
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger
 from autoresearch.measure_tree import MeasureTree
-from autoresearch.paired import PairedGain, paired_gain
+from autoresearch.paired import PairedGain, paired_gain, pairs_for
 from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace
 
@@ -59,6 +59,7 @@ class Outcome:
     result: PairedGain
     direction: str
     raw_gain: float | None = None  # the ledger's gain of B over A (confirm: best - baseline)
+    raw_reference: float | None = None  # A's metric in the ledger, for the raw percentage
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
@@ -79,8 +80,14 @@ class Outcome:
             "confidence": r.confidence,
             "confirmed": r.confirmed,
             "raw_gain": self.raw_gain,
-            "raw_gain_pct": None if self.raw_gain is None else r.pct(self.raw_gain),
+            "raw_gain_pct": _pct(self.raw_gain, self.raw_reference),
         }
+
+
+def _pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or not reference:
+        return None
+    return 100.0 * value / abs(reference)
 
 
 def _records(campaign: Campaign) -> list[AttemptRecord]:
@@ -174,19 +181,22 @@ def compare(
         raise AutoresearchError(f"{a.label} and {b.label} are the same commit; name two versions.")
     a_samples, b_samples = measure_pairs(campaign, a.commit, b.commit, pairs, progress)
     result = paired_gain(a_samples, b_samples, direction)
-    return Outcome(a, b, a_samples, b_samples, result, direction, _raw(records, a, b, direction))
+    raw, reference = _raw(records, a, b, direction)
+    return Outcome(a, b, a_samples, b_samples, result, direction, raw, reference)
 
 
-def _raw(records: Sequence[AttemptRecord], a: Version, b: Version, direction: str) -> float | None:
-    """B's gain over A by the metrics the ledger recorded for them."""
+def _raw(
+    records: Sequence[AttemptRecord], a: Version, b: Version, direction: str
+) -> tuple[float | None, float | None]:
+    """B's gain over A by the metrics the ledger recorded for them, and A's metric."""
     metric: dict[str, float] = {}
     for r in records:
         if r.commit and r.metric is not None and r.status.sets_best:
             metric[r.commit] = r.metric
     if a.commit not in metric or b.commit not in metric:
-        return None
+        return None, None
     gained = metric[a.commit] - metric[b.commit]
-    return gained if direction == "minimize" else -gained
+    return (gained if direction == "minimize" else -gained), metric[a.commit]
 
 
 def confirm(campaign: Campaign, pairs: int, progress: Progress | None = None) -> Outcome:
@@ -228,10 +238,16 @@ def describe(data: dict[str, Any]) -> str:
     raw_text = (
         "" if raw is None else f"; raw gain in the ledger {raw:.6g}{pct(data.get('raw_gain_pct'))}"
     )
+    level = 100 * float(data["level"])
+    few = (
+        f" (too few pairs for 95%: --repeat {pairs_for()} or more gives it)"
+        if level < 95 - 1e-9
+        else ""
+    )
     return (
         f"{data['b']['label']} vs {data['a']['label']} over {data['pairs']} interleaved pairs: "
         f"gain {data['gain']:.6g}{pct(data.get('gain_pct'))}, "
-        f"{100 * data['level']:.0f}% interval [{data['low']:.6g}, {data['high']:.6g}]"
+        f"{level:.1f}% interval [{data['low']:.6g}, {data['high']:.6g}]{few}"
         f" — {verdict} (confidence {data['confidence']:.3f}){raw_text}"
     )
 

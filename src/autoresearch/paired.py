@@ -24,7 +24,7 @@ class PairedGain:
     estimate: float  # of B's gain over A (positive: B is better), metric units
     low: float  # the confidence interval
     high: float
-    level: float  # the interval's nominal coverage
+    level: float  # the interval's coverage: at least the level asked for, when n allows
     confidence: float  # 1 - p of the one-sided sign test that B is better
     reference: float  # A's median, for percentages
 
@@ -59,9 +59,21 @@ def paired_gain(
     k = -1
     while _binomial_cdf(k + 1, n) <= (1 - level) / 2:
         k += 1
-    low, high = (d[0], d[-1]) if k < 0 else (d[k], d[n - 1 - k])
+    # Too few pairs for the level asked (fewer than 6 for 95%): the widest interval, the
+    # smallest to the largest difference, said with the coverage it really has.
+    k = max(k, 0)
+    low, high = d[k], d[n - 1 - k]
+    coverage = 1.0 - 2.0 * _binomial_cdf(k, n)
     better = sum(1 for x in d if x > 0)
     worse = sum(1 for x in d if x < 0)
     # One-sided sign test of "B is better", ties left out.
     confidence = 1.0 - _binomial_cdf(worse, better + worse) if better + worse else 0.5
-    return PairedGain(n, median(d), low, high, level, confidence, median(a))
+    return PairedGain(n, median(d), low, high, coverage, confidence, median(a))
+
+
+def pairs_for(level: float = 0.95) -> int:
+    """The fewest pairs whose sign-test interval covers `level`."""
+    n = 1
+    while 1.0 - 2.0 * _binomial_cdf(0, n) < level:
+        n += 1
+    return n

@@ -84,7 +84,11 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "slots": slot_status(state.get("slots")) if running else [],
         }
     )
-    robust = robust_sigma(list(sample_groups(records).values()), "median", direction)
+    # The spread the rule in force sees (its estimator's), `median` before one is known.
+    estimator = state.get("estimator")
+    if estimator not in ("median", "robust", "time"):
+        estimator = "median"
+    robust = robust_sigma(list(sample_groups(records).values()), str(estimator), direction)
     baseline = summary.get("baseline")
     summary["noise_robust"] = None if robust is None else robust[0]
     summary["noise_robust_pct"] = (

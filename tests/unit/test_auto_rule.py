@@ -170,3 +170,21 @@ def test_a_shift_of_the_machine_restarts_the_incumbents_reference() -> None:
     for _ in range(4):
         calm.remeasured("base", 100 + rng.gauss(0, 1))
     assert len(calm.reference("base")) == 8
+
+
+def test_runs_that_spike_one_way_are_pointed_at_noise_time() -> None:
+    """The baseline of a real timing campaign (two of four runs beside a busy neighbour):
+    `auto` keeps its symmetric default but says what would decide it better, and so does
+    `check --repeat`; Gaussian-looking runs get no such hint."""
+    spiked = [0.2348, 0.1817, 0.1838, 0.3227]
+    rule = resolve(auto(noise="symmetric"), spiked)
+    assert rule.estimator == "robust"
+    assert 'noise = "time"' in describe(auto(noise="symmetric"), rule, spiked, "minimize")
+    timed = resolve(auto(noise="time"), spiked)
+    assert 'noise = "time"' not in describe(auto(noise="time"), timed, spiked, "minimize")
+    assert 'noise = "time"' in recommend(spiked * 3, "minimize")[0]
+    assert "noise" not in recommend(spiked * 3, "minimize", "time")[0]
+    even = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3]
+    assert "noise" not in recommend(even, "minimize")[0]
+    # A throughput spikes downwards: the same runs mirrored.
+    assert 'noise = "time"' in recommend([-x for x in spiked] * 3, "maximize")[0]

@@ -28,6 +28,26 @@ def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
     assert worse.high < 0 and not worse.confirmed
 
 
+def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:
+    from autoresearch.confirm import Outcome, Version, describe
+    from autoresearch.paired import pairs_for
+
+    a, b = [130.0, 100.0, 131.0], [95.0, 96.0, 97.0]
+    few = paired_gain(a, b, "minimize")
+    assert few.level == 0.75  # [min, max] of 3 differences misses the median 1 time in 4
+    assert pairs_for(0.95) == 6
+    enough = paired_gain(a * 2, b * 2, "minimize")
+    assert enough.level >= 0.95
+    outcome = Outcome(Version("baseline", "a"), Version("best", "b"), a, b, few, "minimize",
+                      raw_gain=10.0, raw_reference=125.0)  # fmt: skip
+    data = outcome.to_json()
+    # The raw gain is a share of the baseline's metric in the ledger, not of a spiked median
+    # of this run's samples.
+    assert data["raw_gain_pct"] == 8.0
+    line = describe(data)
+    assert "75.0% interval" in line and "--repeat 6" in line and "95% interval" not in line
+
+
 def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     tmp_path: Path, invoke: Runner
 ) -> None:
