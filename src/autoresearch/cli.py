@@ -24,7 +24,7 @@ from autoresearch.events import fan_out
 from autoresearch.gitcmd import repo_root
 from autoresearch.ledger import StateFile, stored_object
 from autoresearch.lifecycle import Interrupted, RunResult
-from autoresearch.render import Printer, attempts_table, gain_text, num, safe
+from autoresearch.render import Printer, attempts_table, gain_text, imported_table, num, safe
 from autoresearch.status import campaign_status, find_state_dir, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -300,11 +300,26 @@ def status_lines(data: dict[str, Any]) -> list[str]:
 @handle_errors
 def log_(config_path: Path | None, as_json: bool) -> None:
     """List every attempt."""
+    from autoresearch.importing import read_imported
+
     state_dir = find_state_dir(_root(), config_path)
-    records = read_records(state_dir)
+    imported = read_imported(state_dir)
+    try:
+        records = read_records(state_dir)
+    except AutoresearchError:
+        if not imported:
+            raise
+        records = []  # only a history brought in by `import pi` so far
     if as_json:
         click.echo(json.dumps([stored_object(r) for r in records], indent=2))
         return
+    if imported:
+        console.print(imported_table(imported))
+        console.print(
+            f"{len(imported)} prior attempts imported from {safe(str(imported[0].get('source')))}"
+            ": self-reported, shown for reference, never used in a decision",
+            highlight=False,
+        )
     if not records:
         console.print("no attempts yet (the engine is starting)")
         return

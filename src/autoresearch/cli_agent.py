@@ -146,7 +146,12 @@ def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> Non
             f"decision) into {safe(str(result.imported_path))}",
             highlight=False,
         )
-    console.print("next: check the file, then `autoresearch check`", highlight=False)
+    console.print(
+        "next: check the file; then `autoresearch start` to drive the campaign yourself "
+        "(edit the workspace, `autoresearch step`), or add a [proposer] and "
+        "`autoresearch check`, `autoresearch run`",
+        highlight=False,
+    )
 
 
 file_option = click.option(

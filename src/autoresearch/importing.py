@@ -534,7 +534,8 @@ def import_pi(root: Path, force: bool = False, folder: Path | None = None) -> Im
         inferred.scope = scope
         inferred.note("scope", scope, "autoresearch.md ## Files in Scope")
     existing = root / CONFIG_FILE
-    if existing.exists() and not force:
+    kept = existing.exists() and not force
+    if kept:
         # The history goes to the campaign that is configured already; its config stays.
         from autoresearch.config import load_campaign
 
@@ -545,7 +546,7 @@ def import_pi(root: Path, force: bool = False, folder: Path | None = None) -> Im
     else:
         config = write_config(root, inferred, f"{prefix}autoresearch.md", force)
     result = ImportResult(inferred.style, config, inferred.found, inferred.missing)
-    result.written = config != existing or force
+    result.written = not kept
     if runs:
         state_dir = root / ".autoresearch" / inferred.name
         result.imported_path = write_imported(state_dir, runs, configs, jsonl)

@@ -180,6 +180,25 @@ class Printer:
         self.console.print(f"best result: branch {safe(event.branch)}; ledger {safe(event.ledger)}")
 
 
+def imported_table(entries: Sequence[dict[str, Any]]) -> Table:
+    """Attempts brought in by `import pi` (self-reported), as `log` shows them."""
+    table = Table(show_edge=False, header_style="bold", title="imported (self-reported)")
+    for column in ("run", "status", "metric", "commit", "description"):
+        table.add_column(column, justify="right" if column in ("run", "metric") else "left")
+    for entry in entries:
+        metric = entry.get("metric")
+        name = entry.get("metric_name")
+        value = num(metric) if isinstance(metric, int | float) else ""
+        table.add_row(
+            str(entry.get("run") or entry.get("imported") or ""),
+            escape(str(entry.get("status") or "")),
+            f"{value} {escape(str(name))}" if value and name else value,
+            escape(str(entry.get("commit") or "")[:12]),
+            escape(str(entry.get("description") or "")),
+        )
+    return table
+
+
 def attempts_table(
     records: Sequence[AttemptRecord],
     with_commit: bool = True,

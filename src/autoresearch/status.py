@@ -38,7 +38,7 @@ def find_state_dir(root: Path, config: Path | None) -> Path:
 def _no_measurements(state_dir: Path, name: str) -> AutoresearchError:
     return AutoresearchError(
         f"campaign '{name}' has no measurements yet (no {state_dir / 'ledger.jsonl'}); "
-        "start it with `autoresearch run`."
+        "start it with `autoresearch run` (or `autoresearch start` to drive it yourself)."
     )
 
 

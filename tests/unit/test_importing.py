@@ -195,6 +195,12 @@ def test_a_pi_session_and_its_history(tmp_path: Path, invoke: Runner) -> None:
     out = invoke(repo, "import", "pi")
     assert out.returncode == 0, out.stderr
     assert "imported 3 prior attempts" in out.stdout
+    assert "wrote " in out.stdout and "autoresearch start" in out.stdout
+    # Before any measurement, `log` already shows the history, marked self-reported.
+    shown = invoke(repo, "log")
+    assert shown.returncode == 0, shown.stderr
+    assert "too good to be true" in shown.stdout and "self-reported" in shown.stdout
+    assert "kept " in invoke(repo, "import", "pi").stdout  # the config stays, said so
     campaign = load_campaign(repo)
     cfg = campaign.config
     assert cfg.name == "sort-speed" and cfg.goal == "Make the sort faster."
