@@ -6,7 +6,10 @@ against the best with the campaign's decision rule, through the engine's measure
 and evaluator. The best is then compared as the candidate and the version without the
 change as the incumbent: when the rule keeps the best, the change carries part of the gain;
 when it does not, nothing shows that it matters. A change that cannot be taken out alone
-(later kept changes build on its lines) is kept as carrying.
+(later kept changes build on its lines) is kept as carrying. A change kept as a
+simplification (no better within noise, less code: review.py) is not measured: its value is
+the code it removes, which taking it out would put back, so it is kept too. A `merged`
+record (winners of several slots combined) is a kept change like a `keep`.
 
 The changes that carry the gain are then applied, in order, onto the campaign's starting
 commit: the minimal version, measured against the best once more, under
@@ -42,6 +45,23 @@ REPORT_JSON = "ablation.json"
 REPORT_MD = "ablation.md"
 CARRIES, NEUTRAL, ENTANGLED, BROKEN = "carries", "neutral", "entangled", "breaks"
 UNSURE = "unsure"  # looks worse without it, though not by the rule's bar: kept
+SIMPLIFICATION = "simplification"  # kept for the code it removes, not for a gain
+# How review.py begins the reason of a change kept as a simplification.
+SIMPLIFICATION_REASON = "simplification:"
+
+
+def is_simplification(record: AttemptRecord) -> bool:
+    """The change was kept for removing code with the metric unchanged within noise."""
+    return (record.reason or "").startswith(SIMPLIFICATION_REASON)
+
+
+def kept_changes(records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
+    """The kept changes in the order they were kept: `keep` and `merged` records."""
+    return [
+        r
+        for r in records
+        if r.status.sets_best and r.status is not Status.BASELINE and r.commit and r.parent
+    ]
 
 
 @dataclass
@@ -51,7 +71,7 @@ class Removal:
     iteration: int
     description: str
     files: list[str]
-    verdict: str  # carries, neutral, entangled (cannot be taken out alone), breaks
+    verdict: str  # carries, unsure, simplification, neutral, entangled (not alone), breaks
     reason: str
     commit: str | None = None  # the best without this change
     metric: float | None = None  # of the version without it
@@ -77,11 +97,17 @@ class Report:
 
     @property
     def carrying(self) -> list[int]:
+        """The changes the minimal version keeps: those that carry the gain, the unsure, the
+        entangled and the simplifications."""
         return [r.iteration for r in self.removals if r.carries]
 
     @property
     def neutral(self) -> list[int]:
         return [r.iteration for r in self.removals if not r.carries]
+
+    @property
+    def simplifications(self) -> list[int]:
+        return [r.iteration for r in self.removals if r.verdict == SIMPLIFICATION]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +117,7 @@ class Report:
             "best": self.best,
             "carrying": self.carrying,
             "neutral": self.neutral,
+            "simplifications": self.simplifications,
             "minimal": self.minimal,
             "minimal_metric": self.minimal_metric,
             "minimal_note": self.minimal_note,
@@ -194,7 +221,7 @@ def ablate(
     warn: Callable[[str], None] = lambda message: None,
 ) -> Report:
     """Leave-one-out over the kept changes of `records`, measured with `evaluator`."""
-    kept = [r for r in records if r.status is Status.KEEP and r.commit and r.parent]
+    kept = kept_changes(records)
     base = records[0].commit if records and records[0].status is Status.BASELINE else None
     if not kept or base is None:
         raise AutoresearchError(
@@ -207,6 +234,15 @@ def ablate(
     report = Report(name, direction, base, best)
     for n, record in enumerate(kept, 1):
         what = Removal(record.iteration, record.description, list(record.files), NEUTRAL, "")
+        if is_simplification(record):
+            # Taking it out would only put the removed code back: nothing to measure.
+            what.verdict = SIMPLIFICATION
+            what.reason = (
+                "kept as a simplification: its value is the code it removes; "
+                f"{(record.reason or '').removeprefix(SIMPLIFICATION_REASON).strip()}"
+            )
+            report.removals.append(what)
+            continue
         tree = builder.without(best, record)
         if tree is None:
             what.verdict = ENTANGLED
@@ -251,7 +287,11 @@ def ablate(
     carrying = [r for r, w in zip(kept, report.removals, strict=True) if w.carries]
     if len(carrying) == len(kept):
         report.minimal, report.minimal_metric = best, kept[-1].metric
-        report.minimal_note = "every kept change carries part of the gain"
+        report.minimal_note = (
+            "every kept change carries part of the gain"
+            if not report.simplifications
+            else "every kept change carries part of the gain or is a simplification"
+        )
     else:
         _minimal(report, builder, evaluator, logs, base, best, carrying, prefix)
     return report
@@ -294,6 +334,7 @@ def _minimal(
 
 
 def markdown(report: Report) -> str:
+    gains = [i for i in report.carrying if i not in report.simplifications]
     lines = [
         f"# Ablation of campaign {report.name}",
         "",
@@ -311,7 +352,9 @@ def markdown(report: Report) -> str:
         )
     lines += [
         "",
-        "Carrying the gain: " + (", ".join(f"#{i}" for i in report.carrying) or "none"),
+        "Carrying the gain: " + (", ".join(f"#{i}" for i in gains) or "none"),
+        "Simplifications (kept for the code they remove): "
+        + (", ".join(f"#{i}" for i in report.simplifications) or "none"),
         "Neutral (removable): " + (", ".join(f"#{i}" for i in report.neutral) or "none"),
         "",
         f"Minimal version: {report.minimal[:10] if report.minimal else 'none'} "

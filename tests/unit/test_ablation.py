@@ -4,9 +4,13 @@ branch with only the changes that carry the gain."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from autoresearch.ablation import run_ablation
+from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.ledger import Ledger
@@ -163,3 +167,75 @@ def test_a_loss_beyond_one_standard_error_is_not_removed() -> None:
     same = Evaluation(samples=[10.1, 10.0, 10.2])
     assert _loss("minimize", same, best) <= _error(book, same, best)  # type: ignore[arg-type]
     assert _loss("maximize", without, best) < 0
+
+
+FILLER = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(5))
+
+
+def drop_filler(workspace: Path) -> Proposal:
+    (workspace / "c.py").write_text("# helpers removed\n")
+    return Proposal(description="remove the unused helpers")
+
+
+def test_a_simplification_is_kept_for_the_code_it_removes(tmp_path: Path, invoke: Runner) -> None:
+    config = campaign_toml(
+        **{
+            "scope": ["*.py", "notes/*.py"],
+            "harness": [],
+            "metric.command": "metric",
+            "guard": None,
+            "metric.target": None,
+            "decision.simplicity": True,
+        }  # type: ignore[arg-type]
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {"a.py": "X = 10\n", "b.py": "X = 10\n", "c.py": FILLER, "autoresearch.toml": config},
+    )
+    proposer = ScriptedProposer(setter("a", 3), drop_filler, note("first"), setter("b", 3))
+    Engine(
+        load_campaign(repo),
+        proposer=proposer,  # type: ignore[arg-type]
+        executor=MemoryExecutor(Lucky({4})),  # type: ignore[arg-type]  # attempt 3 is lucky
+        max_iterations=4,
+    ).run()
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    assert [str(r.status) for r in records] == ["baseline", "keep", "keep", "keep", "keep"]
+    assert str(records[2].reason).startswith("simplification:")
+    report = run_ablation(load_campaign(repo), executor=MemoryExecutor(Lucky(set())))  # type: ignore[arg-type]
+    verdicts = {r.iteration: r.verdict for r in report.removals}
+    assert verdicts == {1: "carries", 2: "simplification", 3: "neutral", 4: "carries"}
+    assert report.simplifications == [2] and report.neutral == [3]
+    assert report.carrying == [1, 2, 4]  # what the minimal version holds
+    text = (repo / ".autoresearch" / "toy" / "ablation.md").read_text()
+    assert "Simplifications (kept for the code they remove): #2" in text
+    assert "Neutral (removable): #3" in text and "Carrying the gain: #1, #4" in text
+    # The minimal branch does not put the removed helpers back.
+    result = invoke(repo, "branch", "lean", "--minimal")
+    assert result.returncode == 0, result.stderr
+    assert "#2" in result.stdout
+    assert git(repo, "show", "lean:c.py") == "# helpers removed\n"
+    files = git(repo, "ls-tree", "-r", "--name-only", "lean").split()
+    assert "notes/first.py" not in files
+    assert (
+        git(repo, "show", "lean:a.py") == "X = 3\n" and git(repo, "show", "lean:b.py") == "X = 3\n"
+    )
+
+
+def test_a_merged_keep_is_ablated_like_a_keep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = campaign(tmp_path)
+    run_campaign(repo, MemoryExecutor(Lucky({3, 5})))
+    state = repo / ".autoresearch" / "toy"
+    # As a campaign with several jobs logs it: the last two keeps combined as `merged`.
+    records = Ledger(state).read()
+    relabelled = [
+        replace(r, status=Status.MERGED, combined=(3, 4)) if r.iteration == 4 else r
+        for r in records
+    ]
+    monkeypatch.setattr(Ledger, "read", lambda self: list(relabelled))
+    report = run_ablation(load_campaign(repo), executor=MemoryExecutor(Lucky(set())))  # type: ignore[arg-type]
+    assert [r.iteration for r in report.removals] == [1, 2, 3, 4]
+    assert report.carrying == [1, 3] and report.neutral == [2, 4]
+    assert report.best == records[4].commit
