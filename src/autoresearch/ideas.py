@@ -41,6 +41,11 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _ORIGIN = re.compile(r"\s*\(attempt \d+\)$")
 
 
+def is_idea(line: str) -> bool:
+    """An `IDEA: ...` line: a suggestion for the backlog, not a proposer's summary."""
+    return _IDEA.match(line) is not None
+
+
 def _clean(text: str) -> str:
     return " ".join(text.replace("\x00", "").split())[:IDEA_CHARS]
 

@@ -135,3 +135,19 @@ def test_proposer_list_escalates_to_the_next_one_when_stuck(tmp_path: Path, invo
     assert "cheap" in str(rows[3]["description"])
     assert [r["strategy"] for r in rows] == ["refine", "refine", "pivot", "refine", "refine"]
     assert statuses(repo, "t")[0] == "baseline"
+
+
+def test_an_idea_printed_last_is_not_the_description(tmp_path: Path, invoke: Runner) -> None:
+    repo = script_campaign(
+        tmp_path,
+        'sed -i "s/^N = .*/N = 9/" calc.py\n'
+        "echo lowered N to 9\n"
+        'echo "IDEA: try a lookup table"\n'
+        'echo "  - IDEA: cache the input"\n',
+        **{"stop.max_iterations": 1},
+    )
+    result = invoke(repo, "run")
+    assert result.returncode == 0, result.stderr
+    assert ledger(repo, "t")[1]["description"] == "lowered N to 9"
+    backlog = (repo / "autoresearch.ideas.md").read_text()
+    assert "try a lookup table (attempt 1)" in backlog and "cache the input (attempt 1)" in backlog

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch.errors import AutoresearchError
+from autoresearch.ideas import is_idea
 from autoresearch.process import CommandResult, run_command
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
@@ -64,8 +65,11 @@ def last_line(text: str) -> str:
 
 
 def description_from(text: str) -> str:
-    """The proposer's own summary: the last non-empty line it printed, shortened."""
-    return clean_text(last_line(text), DESCRIPTION_CHARS)
+    """The proposer's own summary: the last non-empty line it printed, shortened. `IDEA:`
+    lines are suggestions for later attempts (collected into the backlog), not a summary
+    of this one: they are passed over."""
+    kept = "\n".join(line for line in text.splitlines() if not is_idea(line))
+    return clean_text(last_line(kept), DESCRIPTION_CHARS)
 
 
 # Words that start a command but are not programs on PATH: nothing to look up.
