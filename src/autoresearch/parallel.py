@@ -12,7 +12,9 @@ A candidate is measured against the incumbent its slot started from. If another
 candidate was kept meanwhile, a winner is never kept on that evidence: its change is
 merged onto the new incumbent (a three-way merge with `git merge-tree`); a conflict makes
 it `superseded`, otherwise the combination is measured against the new incumbent and
-kept (as `merged`, naming the attempts combined) only if it beats it.
+kept (as `merged`, naming the attempts combined) only if it beats it; if it does not, the
+winner's own change is measured alone against that incumbent and kept if it beats it, so
+that the best single winner is what stays when the gains do not add up.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from autoresearch.proposers import create_proposer, proposer_confinement
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
 from autoresearch.recording import (
     NOT_FINISHED,
+    Collected,
     Judged,
     Steps,
     attempt_record,
@@ -176,6 +179,8 @@ class Task:
     steps: Steps | None = None  # a winner merged onto a newer incumbent: measure again
     combined: tuple[int, ...] = ()  # the attempts whose changes it holds
     alone: str = ""  # how the winner did alone, for the record of its combinations
+    original: Collected | None = None  # the winner's own change, before any merge
+    retried_alone: bool = False  # its combination lost: the winner alone was measured
 
 
 @dataclass
@@ -595,6 +600,11 @@ class SlotLoop:
                 steps = follow
             else:
                 self.keep(steps)
+        elif isinstance(outcome, Judged) and task.combined and not self.cancelled.is_set():
+            retry = self.alone(task, steps)
+            if retry is not None:
+                self.assign(slot, retry)
+                return
         record = attempt_record(steps, task.start, engine.incumbent, engine.clock())
         measured = isinstance(steps.outcome, Judged)
         status = record.status
@@ -695,7 +705,46 @@ class SlotLoop:
         known = in_flight_record(again, current, LOST_REASON)
         self.slot_of(task).info.record = replace(known, slot=self.slot_of(task).index).to_json()
         return Task(
-            task.iteration, current, task.began, steps=again, combined=combined, alone=alone
+            task.iteration,
+            current,
+            task.began,
+            steps=again,
+            combined=combined,
+            alone=alone,
+            original=task.original or collected,
+            retried_alone=task.retried_alone,
+        )
+
+    def alone(self, task: Task, steps: Steps) -> Task | None:
+        """A combination that did not beat the incumbent: the winner's own change against
+        that incumbent, so that what is kept is the best single winner when the gains do
+        not add up. Once per attempt; None when there is nothing left to try."""
+        engine = self.engine
+        original = task.original
+        outcome = steps.outcome
+        if task.retried_alone or original is None or original.commit is None:
+            return None
+        if original.candidate.tree == engine.incumbent.tree:
+            return None
+        assert isinstance(outcome, Judged)
+        engine.workspace.record_ref(task.iteration, original.commit)
+        names = ", ".join(f"#{i}" for i in task.combined if i != task.iteration)
+        note = (
+            f"{task.alone}; merged onto {engine.incumbent.commit[:12]} (with {names}) it measured "
+            f"{_metric(outcome.measured)} ({outcome.status}: {outcome.reason}), so it was "
+            f"measured again alone against {engine.incumbent.commit[:12]}"
+        )
+        again = replace(steps, collected=original, outcome=NOT_FINISHED, note=note)
+        known = in_flight_record(again, engine.incumbent, LOST_REASON)
+        self.slot_of(task).info.record = replace(known, slot=self.slot_of(task).index).to_json()
+        return Task(
+            task.iteration,
+            engine.incumbent,
+            task.began,
+            steps=again,
+            alone=task.alone,
+            original=original,
+            retried_alone=True,
         )
 
     def kept_since(self, commit: str) -> list[int]:

@@ -129,11 +129,38 @@ def test_a_combination_that_does_not_beat_the_best_single_winner_is_not_kept(
     by_iteration = {r.iteration: r for r in records}
     first, second = sorted((by_iteration[1], by_iteration[2]), key=lambda r: records.index(r))
     assert first.status is Status.KEEP
-    # The second winner, merged onto the first, scores 10 - 3 - 2 + 8 = 13: worse.
-    assert second.status is Status.DISCARD
-    assert second.metric == 13 and second.measured_against == first.commit
-    assert second.note and "merged onto" in second.note
-    assert git(repo, "rev-parse", "autoresearch/t").strip() == first.commit
+    # The second winner, merged onto the first, scores 10 - 3 - 2 + 8 = 13: worse; it was
+    # then measured alone against the first, and the branch holds the better of the two.
+    assert second.note and "merged onto" in second.note and "measured 13" in second.note
+    assert second.measured_against == first.commit
+    assert git(repo, "show", "autoresearch/t:calc.py").count("= 1") == 1
+    best = [r for r in records if r.status.sets_best][-1]
+    assert best.metric == 7 and git(repo, "rev-parse", "autoresearch/t").strip() == best.commit
+    assert_never_kept_on_stale_evidence(records)
+    assert verify_campaign(repo, repo / ".autoresearch" / "t", "t").ok
+
+
+# The weaker winner lands first: B alone scores 8, A alone 7, both together 13.
+WEAK_FIRST = """if [ "$AUTORESEARCH_ITERATION" = 1 ]; then sed -i "s/^B = 0/B = 1/" calc.py; fi
+if [ "$AUTORESEARCH_ITERATION" = 2 ]; then sleep 1.5; sed -i "s/^A = 0/A = 1/" calc.py; fi
+"""
+
+
+def test_the_best_single_winner_is_kept_when_the_gains_do_not_add_up(tmp_path: Path) -> None:
+    repo = script_campaign(
+        tmp_path, WEAK_FIRST, bench=INTERACT, files={"calc.py": "A = 0\n\n#\n\nB = 0\n"}
+    )
+    records, _ = run(repo, jobs=2, max_iterations=2)
+    weak, strong = (next(r for r in records if r.iteration == i) for i in (1, 2))
+    assert weak.status is Status.KEEP and weak.metric == 8
+    assert strong.status is Status.KEEP and strong.metric == 7, strong
+    assert strong.measured_against == weak.commit and not strong.combined
+    assert strong.note and "measured 13" in strong.note and "alone" in strong.note
+    calc = git(repo, "show", "autoresearch/t:calc.py")
+    assert "A = 1" in calc and "B = 0" in calc
+    assert git(repo, "rev-parse", "autoresearch/t").strip() == strong.commit
+    assert_never_kept_on_stale_evidence(records)
+    assert verify_campaign(repo, repo / ".autoresearch" / "t", "t").ok
 
 
 def test_every_slot_gets_its_own_gpus(tmp_path: Path) -> None:
