@@ -33,6 +33,7 @@ from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import RunResult
 from autoresearch.owned import real_dir, refuse_links, remove
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, clean_text
+from autoresearch.rework import Rework
 from autoresearch.scope import PathMatcher
 from autoresearch.workspace import Workspace
 
@@ -142,6 +143,13 @@ class HandEdits:
     def edited(self) -> bool:
         return bool(self.changed)
 
+    @property
+    def edited_on_candidate(self) -> bool:
+        """Under a guard rework the workspace held the candidate sent back (`step` left it
+        there): an edit found now is the agent's try on top of it, which the engine must
+        not overwrite with the bare candidate."""
+        return self.edited
+
     def propose(self, ctx: ProposalContext) -> Proposal:
         self.proposed = True
         if self.workspace is not None and self.away:
@@ -186,6 +194,8 @@ class StepReport:
     message: str = ""
     attempt: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # A candidate sent back for rework, waiting in the workspace for the agent's fix.
+    rework: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -202,6 +212,7 @@ class StepReport:
             "message": self.message,
             "next": self.next,
             "warnings": self.warnings,
+            "rework": self.rework,
             "exit_code": self.exit_code,
         }
 
@@ -321,9 +332,25 @@ def _report(
         message=result.message,
         attempt=attempt,
         warnings=warnings,
+        rework=_rework_json(campaign, engine.rework),
     )
     report.next = _next(report, record, proposer, scope)
     return report
+
+
+def _rework_json(campaign: Campaign, rework: Rework | None) -> dict[str, Any] | None:
+    if rework is None:
+        return None
+    guard = campaign.config.guard
+    limit = guard.rework if guard is not None else 0
+    return {
+        "of": rework.of,  # the attempt whose candidate the workspace holds
+        "commit": rework.commit,
+        "next_try": rework.tries,  # the number of the next step's try
+        "tries": limit,
+        "left": max(0, limit - rework.tries + 1),  # the next step's try included
+        "guard_output": rework.feedback,
+    }
 
 
 def _attempt_json(record: AttemptRecord) -> dict[str, Any]:
@@ -339,6 +366,7 @@ def _attempt_json(record: AttemptRecord) -> dict[str, Any]:
         "files": list(record.files),
         "commit": record.commit,
         "note": record.note,
+        "rework_of": record.rework_of,
         "engine_seconds": record.timings.engine if record.timings else None,
         "measure_seconds": record.timings.measure if record.timings else None,
     }
@@ -359,11 +387,20 @@ def _next(report: StepReport, record: AttemptRecord | None, proposer: HandEdits,
         # Edits are unmeasured only when the campaign stopped before this step's attempt.
         unmeasured = proposer.edited and not proposer.proposed
         kept_edits = " Your unmeasured edits are still in the workspace." if unmeasured else ""
+        waiting = ""
+        if report.rework is not None:
+            waiting = (
+                f" Attempt {report.rework['of']}'s change, sent back for rework, is still in "
+                "the workspace: a resumed campaign judges your fix of it as try "
+                f"{report.rework['next_try']} of {report.rework['tries']}."
+            )
         return (
-            f"The campaign stopped ({reason}); no more steps.{kept_edits} Review the best "
-            "change with `autoresearch diff`, then `autoresearch apply` or `autoresearch "
-            "branch NAME`."
+            f"The campaign stopped ({reason}); no more steps.{kept_edits}{waiting} Review "
+            "the best change with `autoresearch diff`, then `autoresearch apply` or "
+            "`autoresearch branch NAME`."
         )
+    if report.rework is not None and (record is None or record.status is Status.REWORK):
+        return _rework_next(report.rework, ws, record)
     if record is None:
         edits = " (your edits in it are kept)" if proposer.edited else ""
         return (
@@ -394,11 +431,49 @@ def _next(report: StepReport, record: AttemptRecord | None, proposer: HandEdits,
             f"{record.iteration}` lists its logs. {again}"
         )
     if status is Status.GUARD_FAILED:
+        tries = (
+            f" after its last rework try (attempt {record.rework_of}'s change)"
+            if record.rework_of is not None
+            else ""
+        )
         return (
-            f"Better, but the guard failed; rolled back. `autoresearch show "
-            f"{record.iteration}` lists its logs. {again}"
+            f"Better, but the guard failed{tries}; rolled back, the workspace is the best "
+            f"version again. `autoresearch show {record.iteration}` lists its logs. {again}"
+        )
+    if status is Status.AWAITING_APPROVAL:
+        n = record.iteration
+        return (
+            "Better, but it touches paths a person must approve: parked, not kept, and the "
+            f"workspace is the best version again. A person decides with `autoresearch "
+            f"approve {n}` (its change is measured again on the best then) or `autoresearch "
+            f"reject {n}`. {again}"
         )
     return f"Rolled back ({status}). {again}"
+
+
+GUARD_LINES = 15  # of the guard's output, in the sentence for the agent
+
+
+def _rework_next(rework: dict[str, Any], ws: str, record: AttemptRecord | None) -> str:
+    """After a `rework` verdict (or on resuming one): the candidate waits in the workspace
+    for the agent's fix."""
+    of, left = rework["of"], rework["left"]
+    verdict = (
+        "Better, but the guard failed: not kept, and not rolled back either."
+        if record is not None
+        else f"Attempt {of} was better, but its guard failed."
+    )
+    output = rework["guard_output"].splitlines()[-GUARD_LINES:]
+    said = "\n".join(f"    {line}" for line in output) or "    (nothing)"
+    plural = "try" if left == 1 else "tries"
+    return (
+        f"{verdict} The workspace {ws} holds attempt {of}'s change: fix it there, on top "
+        "of that change and without undoing the improvement, then `autoresearch step`. "
+        f"Your next step is try {rework['next_try']} of {rework['tries']} ({left} {plural} left); "
+        "when the guard still fails on the last one the change is rolled back. "
+        f"`autoresearch show {of}` lists the guard's logs. The guard printed (last "
+        f"lines):\n{said}"
+    )
 
 
 def step_lines(report: StepReport) -> list[str]:

@@ -267,6 +267,8 @@ class Engine:
             if to_measure(lost, self.workspace):
                 self.requeue.append(lost)
         self.state.update(in_flight=None, in_flight_record=None, slots=None)
+        # A candidate sent back for rework waits in the ledger, not in this process.
+        self.rework = reworks.pending(self.records, start, self.logs)
         where = str(self.workspace.path)
         self.on_event(Started(self.summary(), self.max_iterations, where, resumed))
 
@@ -356,12 +358,21 @@ class Engine:
         self.state.update(in_flight=iteration, in_flight_record=None)
         steps = Steps(iteration, began)
         pending, self.pending = self.pending, None
-        rework, self.rework = self.rework, None
+        # The rework's try, unless this attempt measures another candidate (an approved
+        # one, or one a stopped engine left in flight that was not this try): it waits.
+        rework = self.rework
+        tried = pending is None or (
+            approval_of is None and rework is not None and pending.rework_of == rework.of
+        )
+        if tried:
+            self.rework = None
+        else:
+            rework = None
+        steps = replace(steps, rework_of=rework.of if rework else None)
         try:
             if pending is None:
                 note = None
                 proposal, seconds, watch = self._propose(iteration, rework)
-                steps = replace(steps, rework_of=rework.of if rework else None)
             else:
                 note = f"the candidate of attempt {pending.iteration}, measured on resume"
                 if approval_of is not None:
@@ -405,8 +416,16 @@ class Engine:
             raise
         self._settle(steps)
         record = self._record(steps, before)
-        self.rework = reworks.after(record, rework, self.logs)
+        if tried:
+            self.rework = reworks.after(record, rework, self.logs)
+        if self.rework is not None and self._edits_in_place():
+            # The agent makes its try in the workspace: the candidate waits there for it.
+            self.workspace.load_tree(self.rework.commit)
         return record
+
+    def _edits_in_place(self) -> bool:
+        """The agent-driven mode: the proposal is the edit found in the workspace."""
+        return callable(getattr(self.proposer, "reopen_workspace", None))
 
     def _propose(
         self, iteration: int, rework: reworks.Rework | None = None
@@ -421,7 +440,9 @@ class Engine:
             self.campaign, records, iteration, best, path, self.logs, self.guidance
         )
         if rework is not None:  # the try starts from the candidate the guard refused
-            self.workspace.load_tree(rework.commit)
+            # An agent's edit was made on top of it (`step` left it in the workspace).
+            if not getattr(self.proposer, "edited_on_candidate", False):
+                self.workspace.load_tree(rework.commit)
             limit = self.cfg.guard.rework if self.cfg.guard else 0
             ctx = reworks.context(ctx, rework, limit)
         # A confined proposer cannot see the checkout: there is nothing to watch.

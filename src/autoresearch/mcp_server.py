@@ -36,7 +36,9 @@ autoresearch judges code changes: you edit, the engine measures and decides.
    workspace folder. Edit files only there, only those in the campaign's scope.
 2. Make ONE change, then call `step` with a one-line description. The engine screens it,
    commits it, measures it in its sandbox, keeps it only if it is really better, else rolls
-   the workspace back. Read `status`, `reason` and `next` in its answer.
+   the workspace back. Read `status`, `reason` and `next` in its answer. After a `rework`
+   (better, but the guard failed) the change stays in the workspace: fix it there, then
+   `step` again; `rework` says what the guard printed and how many tries are left.
 3. Never run the metric yourself and never report a number: only `step` measures. Never
    edit the harness (the benchmark, tests, the config): that halts the campaign.
 4. Repeat until `stopped` is true; then `diff` shows the best change.
@@ -57,6 +59,18 @@ class AttemptView(BaseModel):
     commit: str | None = None
     kept: bool = False
     self_reported: bool = False
+    rework_of: int | None = None  # the attempt whose candidate this try fixed
+
+
+class ReworkView(BaseModel):
+    """A better candidate whose guard failed, waiting in the workspace for a fix."""
+
+    of: int  # the attempt whose change the workspace holds
+    commit: str
+    next_try: int  # the number of the next step's try
+    tries: int  # tries the config allows
+    left: int  # tries left, the next step's included
+    guard_output: str = ""  # the end of what the guard printed
 
 
 class StepResult(BaseModel):
@@ -75,6 +89,7 @@ class StepResult(BaseModel):
     message: str = ""
     next: str
     warnings: list[str] = Field(default_factory=list)
+    rework: ReworkView | None = None
 
 
 class StatusResult(BaseModel):
@@ -153,6 +168,7 @@ def _view(record: Any) -> AttemptView:
         commit=record.commit,
         kept=record.status in (Status.KEEP, Status.BASELINE),
         self_reported=bool(record.extra.get("self_reported")),
+        rework_of=record.rework_of,
     )
 
 

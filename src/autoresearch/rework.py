@@ -5,11 +5,16 @@ incumbent), and the proposer's prompt carries the guard's output. Up to N tries;
 that still fails the guard when none are left is `guard_failed`, and everything rolls back
 to the incumbent. Each try is an attempt of its own whose `rework_of` names the attempt it
 builds on. What is measured and judged is always the whole change against the incumbent.
+
+The ledger is the truth of it: an engine that opens a campaign reads the rework under way
+from the records (`pending`), so a stopped and resumed `run`, and the agent-driven mode's
+`step` (one attempt a process), go on with the same candidate, the same count of tries.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -34,6 +39,39 @@ def after(record: AttemptRecord, previous: Rework | None, logs: Path) -> Rework 
         return None
     tries = (previous.tries if previous else 0) + 1
     return Rework(record.iteration, record.commit, tries, guard_output(logs, record.iteration))
+
+
+def pending(records: Sequence[AttemptRecord], incumbent: str, logs: Path) -> Rework | None:
+    """The rework the next attempt does, read from the ledger: the last attempt sent its
+    candidate back and nothing concluded it since. An interrupted try and a decision on a
+    parked candidate conclude nothing; a rework whose incumbent is not the current one any
+    more (its candidate was built on another) is void."""
+    for record in reversed(records):
+        if record.status is Status.INTERRUPTED or record.approval_of is not None:
+            continue
+        if record.status is not Status.REWORK or record.commit is None:
+            return None
+        if record.parent != incumbent:
+            return None
+        output = guard_output(logs, record.iteration)
+        return Rework(record.iteration, record.commit, _tries(records, record), output)
+    return None
+
+
+def _tries(records: Sequence[AttemptRecord], record: AttemptRecord) -> int:
+    """Tries used once `record` sent its candidate back: one for each `rework` record on
+    its chain of `rework_of` links, itself included (as `after` counts them)."""
+    by_iteration = {r.iteration: r for r in records}
+    tries, seen = 0, set()
+    current: AttemptRecord | None = record
+    while current is not None and current.status is Status.REWORK:
+        if current.iteration in seen:  # a hand-edited ledger: never loop
+            break
+        seen.add(current.iteration)
+        tries += 1
+        of = current.rework_of
+        current = by_iteration.get(of) if of is not None else None
+    return tries
 
 
 def left(limit: int, current: Rework | None) -> int:
