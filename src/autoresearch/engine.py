@@ -347,7 +347,7 @@ class Engine:
     def _decision(self) -> None:
         """Say which rule decides (and why, under `auto`), and keep it for `status`."""
         text = self.evaluator.decision_text()
-        self.state.update(decision=text)
+        self.state.update(decision=text, estimator=self.evaluator.rule.estimator)
         self.on_event(Noted(text))
 
     # -- one attempt --------------------------------------------------------------------
