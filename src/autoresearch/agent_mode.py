@@ -281,6 +281,8 @@ def _drive(
     rubric = [cfg.judge.rubric] if cfg.judge is not None else []
     proposer = HandEdits(description, PathMatcher([*cfg.harness, *rubric]).matches)
     engine = Engine(campaign, proposer=proposer, executor=executor, on_event=listen)
+    # The agent sees no prompt: a step carries the hypothesis `start` or `step` showed it.
+    engine.guide.only_shown = True
     _campaign_clock(engine)
     before = max((r.iteration for r in Ledger(campaign.state_dir).read()), default=-1)
     result = engine.run(attempts=attempts)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from autoresearch.cli import _root, console, handle_errors
-from autoresearch.config import CONFIG_FILE, load_campaign
+from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
 from autoresearch.render import safe
+
+if TYPE_CHECKING:
+    from autoresearch.agent_mode import StepReport
 
 config_option = click.option(
     "--config",
@@ -26,16 +30,26 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON."
 @click.command()
 @config_option
 @json_option
+@click.option(
+    "--hypotheses",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Markdown list or JSONL of hypotheses to queue; each step shows the next one.",
+)
 @handle_errors
-def start(config_path: Path | None, as_json: bool) -> None:
+def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> None:
     """Set the campaign up for an agent and measure the baseline (resume it if it has
     one): then edit the workspace and call `step`."""
     from autoresearch.agent_mode import start as start_campaign
-    from autoresearch.agent_mode import step_lines
 
-    report = start_campaign(load_campaign(_root(), config_path))
-    _print(report.to_json() if as_json else step_lines(report))
-    sys.exit(report.exit_code)
+    campaign = load_campaign(_root(), config_path)
+    if hypotheses is not None:
+        from autoresearch.ideas import queue_file
+
+        added = queue_file(campaign, hypotheses)
+        if not as_json:
+            console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
+    _print_step(campaign, start_campaign(campaign), as_json)
 
 
 @click.command()
@@ -59,11 +73,9 @@ def step(description: str, config_path: Path | None, as_json: bool) -> None:
     """Judge the edit made in the workspace: screen, commit, measure, keep or roll back,
     log; prints the verdict, the best so far and what to do next."""
     from autoresearch.agent_mode import step as step_campaign
-    from autoresearch.agent_mode import step_lines
 
-    report = step_campaign(load_campaign(_root(), config_path), description)
-    _print(report.to_json() if as_json else step_lines(report))
-    sys.exit(report.exit_code)
+    campaign = load_campaign(_root(), config_path)
+    _print_step(campaign, step_campaign(campaign, description), as_json)
 
 
 @click.command(name="mcp")
@@ -271,6 +283,25 @@ def _session_out(data: dict[str, object], fmt: str) -> None:
         return
     for line in summary_lines(data):
         click.echo(line)
+
+
+def _print_step(campaign: Campaign, report: StepReport, as_json: bool) -> None:
+    """The verdict, and what the agent is given for its next change: the hypothesis to
+    test (the step that follows is recorded against it) and the research memory file."""
+    from autoresearch.agent_mode import step_lines
+    from autoresearch.guidance import offer
+    from autoresearch.ledger import Ledger
+
+    data = report.to_json()
+    # No hypothesis when no step follows, or when the next one fixes a candidate sent back.
+    more = not report.stopped and not data.get("rework")
+    offered = offer(campaign, Ledger(campaign.state_dir).read(), more)
+    if as_json:
+        _print({**data, **offered.to_json()})
+    else:
+        lines = step_lines(report)
+        _print([*lines[:-1], *offered.lines(), *lines[-1:]])  # `next:` stays the last line
+    sys.exit(report.exit_code)
 
 
 def _print(out: object) -> None:

@@ -20,10 +20,12 @@ from autoresearch.ideas import (
     IDEAS_SHOWN,
     append_ideas,
     ideas_in_output,
+    mark_shown,
     next_hypothesis,
     read_backlog,
+    shown_hypothesis,
 )
-from autoresearch.memory import memory_text, write_memory
+from autoresearch.memory import MEMORY_FILE, memory_text, write_memory
 
 
 @dataclass(frozen=True)
@@ -90,15 +92,24 @@ class Guide:
         # The ledger only grows: the memory of its first n records is made once, though the
         # file, the proposer's outcome and the next prompt all ask for it.
         self._memory: tuple[int, int | None, str] | None = None
+        # The agent-driven mode (a proposer that never sees a prompt): an attempt carries a
+        # hypothesis only when `start` or `step` showed it to the agent before (`offer`).
+        self.only_shown = False
 
     def next(self, records: Sequence[AttemptRecord]) -> Guidance:
         cfg = self.campaign.config
         where = step(records, cfg.stop.escalate_after, cfg.stop.breaker_after, self.proposers)
         ideas = read_backlog(self.backlog)[-IDEAS_SHOWN:] if self.backlog else []
+        state_dir = self.campaign.state_dir
+        hypothesis = (
+            shown_hypothesis(state_dir, records)
+            if self.only_shown
+            else next_hypothesis(state_dir, records)
+        )
         return Guidance(
             memory=self.memory(records),
             step=where,
-            hypothesis=next_hypothesis(self.campaign.state_dir, records),
+            hypothesis=hypothesis,
             ideas=tuple(ideas),
         )
 
@@ -125,3 +136,39 @@ class Guide:
             # A backlog that cannot be written loses suggestions, not the campaign.
             return [f"the ideas backlog cannot be written ({exc}); ideas not kept"]
         return [f"idea added to the backlog: {idea}" for idea in added]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the agent-driven mode shows the agent beside a verdict: the hypothesis its next
+    change should test, and the research memory file."""
+
+    hypothesis: str | None
+    memory_file: Path
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"hypothesis": self.hypothesis, "memory_file": str(self.memory_file)}
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.hypothesis:
+            out.append(
+                f"hypothesis to test in your next change: {self.hypothesis} (make the change "
+                "that tests it, and nothing else; the next step is recorded against it)"
+            )
+        out.append(f"research memory: {self.memory_file} (what worked, what failed and why)")
+        return out
+
+
+def offer(campaign: Campaign, records: Sequence[AttemptRecord], more: bool) -> Offer:
+    """For `start` and `step`: the next untried hypothesis, noted as shown so that the step
+    that follows carries it (none when `more` is false: no step follows, or the next one is
+    a fix of a candidate sent back), and the memory file, written if there is none yet."""
+    state_dir = campaign.state_dir
+    hypothesis = next_hypothesis(state_dir, records) if more else None
+    mark_shown(state_dir, hypothesis)
+    path = state_dir / MEMORY_FILE
+    if not path.is_file():
+        cfg = campaign.config
+        write_memory(state_dir, memory_text(cfg.name, str(cfg.metric.direction), records))
+    return Offer(hypothesis, path)

@@ -8,7 +8,9 @@ write the checkout, and must not: only the engine writes this one file there).
 The hypothesis queue is what `run --hypotheses F` added: one is popped per attempt and put
 in the prompt as the thing to try. The queue is kept in `.autoresearch/<name>/hypotheses.jsonl`;
 which ones were tried is read from the ledger (each record names its hypothesis), so a
-resumed campaign goes on with the next one.
+resumed campaign goes on with the next one. In the agent-driven mode there is no prompt:
+`start` and `step` show the agent the next one, and only a step made after it was shown
+carries it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pydantic import BaseModel
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.ledger import StateFile
 from autoresearch.owned import append_own, write_text
 from autoresearch.workspace import ensure_state_dir
 
@@ -204,6 +207,27 @@ def tried(records: Sequence[AttemptRecord]) -> set[str]:
 def next_hypothesis(state_dir: Path, records: Sequence[AttemptRecord]) -> str | None:
     done = tried(records)
     return next((h for h in queued(state_dir) if h not in done), None)
+
+
+# In the agent-driven mode the agent makes the change itself: a hypothesis is its to test
+# only once `start` or `step` has shown it. state.json keeps the one shown last.
+SHOWN_KEY = "hypothesis_shown"
+
+
+def mark_shown(state_dir: Path, hypothesis: str | None) -> None:
+    """Note the hypothesis the agent was just shown (None: it was shown none)."""
+    state = StateFile(state_dir)
+    if state.read().get(SHOWN_KEY) != hypothesis:
+        state.update(True, **{SHOWN_KEY: hypothesis})
+
+
+def shown_hypothesis(state_dir: Path, records: Sequence[AttemptRecord]) -> str | None:
+    """The hypothesis the agent was shown before this step, while it is still untried:
+    the step that follows is the one that tests it."""
+    shown = StateFile(state_dir).read().get(SHOWN_KEY)
+    if not isinstance(shown, str) or shown in tried(records):
+        return None
+    return shown if shown in queued(state_dir) else None
 
 
 @dataclass(frozen=True)

@@ -253,3 +253,57 @@ def test_the_measurement_folder_left_between_steps_is_not_trusted(tmp_path: Path
     report = run(agent_mode.step)
     assert report.attempt is not None and report.attempt["metric"] == 5
     assert report.attempt["status"] == "discard" and report.best == 3
+
+
+def test_a_step_carries_only_the_hypothesis_the_agent_was_shown(
+    tmp_path: Path, invoke: Runner
+) -> None:
+    import json
+
+    from autoresearch.ideas import queue_hypotheses
+
+    repo = toy_repo(
+        tmp_path, **{"metric.command": "python bench.py", "guard": None, "metric.target": None}
+    )
+    (repo / "bench.py").write_text('import calc\nprint(f"score: {abs(calc.N - 3)}")\n')
+    git(repo, "commit", "-qam", "bench")
+    state = repo / ".autoresearch" / "toy"
+    started = json.loads(invoke(repo, "start", "--json").stdout)
+    assert started["hypothesis"] is None
+    memory = Path(started["memory_file"])
+    assert memory == state / "memory.md" and memory.is_file()
+    # Queued behind the agent's back (by `run --hypotheses`, say): it has not seen it.
+    queue_hypotheses(state, ["lower N to 2", "raise N to 5"])
+    ws = workspace(repo)
+    (ws / "calc.py").write_text("N = 4\n")
+    first = json.loads(invoke(repo, "step", "-d", "N to 4", "--json").stdout)
+    assert first["attempt"]["status"] == "keep"
+    assert ledger(repo)[-1].get("hypothesis") is None  # not shown: not what it tested
+    assert first["hypothesis"] == "lower N to 2"  # shown now, for the next change
+    (ws / "calc.py").write_text("N = 3\n")
+    second = invoke(repo, "step", "-d", "N to 3")
+    assert ledger(repo)[-1]["hypothesis"] == "lower N to 2"
+    assert "hypothesis to test in your next change: raise N to 5" in second.stdout
+    assert f"research memory: {memory}" in second.stdout
+    assert second.stdout.rstrip().splitlines()[-1].startswith("next:")
+    listed = json.loads(invoke(repo, "ideas", "--json").stdout)
+    assert [(e["text"], e["outcome"], e["iteration"]) for e in listed] == [
+        ("lower N to 2", "keep", 2),
+        ("raise N to 5", "pending", None),
+    ]
+    assert "#2 gain 1" in memory.read_text() and "[hypothesis: lower N to 2]" in memory.read_text()
+
+
+def test_start_queues_hypotheses_and_shows_the_first(tmp_path: Path, invoke: Runner) -> None:
+    repo = toy_repo(tmp_path, **{"metric.command": "python bench.py", "guard": None})
+    (repo / "bench.py").write_text('import calc\nprint(f"score: {abs(calc.N - 3)}")\n')
+    git(repo, "commit", "-qam", "bench")
+    queue = tmp_path / "h.md"
+    queue.write_text("- lower N to 2\n- raise N to 5\n")
+    started = invoke(repo, "start", "--hypotheses", str(queue))
+    assert started.returncode == 0, started.stderr
+    assert "2 new hypotheses queued" in started.stdout
+    assert "hypothesis to test in your next change: lower N to 2" in started.stdout
+    (workspace(repo) / "calc.py").write_text("N = 2\n")
+    assert invoke(repo, "step").returncode == 0
+    assert ledger(repo)[-1]["hypothesis"] == "lower N to 2"
