@@ -692,13 +692,24 @@ def verify(config_path: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(
             json.dumps(
-                {"ok": report.ok, "records": report.records, "problems": report.problems}, indent=2
+                {
+                    "ok": report.ok,
+                    "records": report.records,
+                    "problems": report.problems,
+                    "rule": report.rule,  # None: the verdicts were not re-derived
+                },
+                indent=2,
             )
         )
     elif report.ok:
+        verdicts = (
+            f"every verdict follows from its samples under rule {report.rule}"
+            if report.rule
+            else "verdicts NOT re-derived (no config of this campaign found; pass --config)"
+        )
         console.print(
             f"ok: {report.records} records, hash chain intact, every attempt's ref "
-            "matches, the branch is at the best kept commit"
+            f"matches, the branch is at the best kept commit, {verdicts}"
         )
     else:
         for problem in report.problems:

@@ -362,6 +362,9 @@ def test_without_a_readable_config_the_other_checks_still_run(
     result = invoke(repo, "verify")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+    # The ok does not pass for a re-derivation that did not happen.
+    assert "verdicts NOT re-derived" in result.stdout
+    assert json.loads(invoke(repo, "verify", "--json").stdout)["rule"] is None
 
 
 def test_the_config_a_run_named_gives_the_rule(tmp_path: Path, invoke: Runner) -> None:
