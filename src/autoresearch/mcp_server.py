@@ -41,7 +41,9 @@ autoresearch judges code changes: you edit, the engine measures and decides.
    `step` again; `rework` says what the guard printed and how many tries are left.
 3. Never run the metric yourself and never report a number: only `step` measures. Never
    edit the harness (the benchmark, tests, the config): that halts the campaign.
-4. Repeat until `stopped` is true; then `diff` shows the best change.
+4. When an answer names a `hypothesis`, your next change tests it (the next `step` is
+   recorded against it); `memory_file` says what worked and what failed so far.
+5. Repeat until `stopped` is true; then `diff` shows the best change.
 """
 
 
@@ -90,6 +92,10 @@ class StepResult(BaseModel):
     next: str
     warnings: list[str] = Field(default_factory=list)
     rework: ReworkView | None = None
+    # The hypothesis the next step is recorded against (make the change that tests it),
+    # and the research memory file (what worked, what failed and why).
+    hypothesis: str | None = None
+    memory_file: str | None = None
 
 
 class StatusResult(BaseModel):
@@ -185,13 +191,26 @@ class CampaignTools:
     def start(self) -> StepResult:
         from autoresearch.agent_mode import start
 
-        return StepResult.model_validate(_step_json(start(self.campaign()).to_json()))
+        campaign = self.campaign()
+        return self._result(campaign, start(campaign))
 
     def step(self, description: str = "") -> StepResult:
         from autoresearch.agent_mode import step
 
-        report = step(self.campaign(), description)
-        return StepResult.model_validate(_step_json(report.to_json()))
+        campaign = self.campaign()
+        return self._result(campaign, step(campaign, description))
+
+    @staticmethod
+    def _result(campaign: Campaign, report: Any) -> StepResult:
+        """The report with what `autoresearch step` shows beside it: the hypothesis to test
+        next (noted as shown, so the step that follows carries it) and the memory file."""
+        from autoresearch.guidance import offer
+        from autoresearch.ledger import Ledger
+
+        data = report.to_json()
+        more = not report.stopped and not data.get("rework")
+        offered = offer(campaign, Ledger(campaign.state_dir).read(), more)
+        return StepResult.model_validate(_step_json({**data, **offered.to_json()}))
 
     def status(self) -> StatusResult:
         from autoresearch.status import campaign_status, find_state_dir

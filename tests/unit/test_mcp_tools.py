@@ -98,3 +98,36 @@ def test_the_ideas_tool_lists_and_adds_to_the_backlog(tmp_path: Path) -> None:
     assert "- try N = 3 (attempt 0)" in (repo / "autoresearch.ideas.md").read_text()
     again = anyio.run(server.call_tool, "ideas", {"add": "try N = 3"}).structured_content
     assert again["added"] == [] and len(again["ideas"]) == 2
+
+
+def test_the_step_tool_shows_the_hypothesis_its_next_step_is_recorded_against(
+    tmp_path: Path,
+) -> None:
+    from autoresearch.ideas import queue_hypotheses
+    from autoresearch.ledger import Ledger
+    from campaigns import campaign_toml
+
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 10\n",
+            "bench.py": 'import calc\nprint(f"score: {abs(calc.N - 3)}")\n',
+            "autoresearch.toml": campaign_toml(
+                **{"guard": None, "metric.target": None, "proposer": None}
+            ),
+        },
+    )
+    tools = mcp_server.CampaignTools(repo)
+    started = tools.start()
+    assert started.hypothesis is None and started.memory_file
+    state = tools.campaign().state_dir
+    queue_hypotheses(state, ["lower N to 6"])
+    workspace = Path(started.workspace)
+    (workspace / "calc.py").write_text("N = 8\n")
+    first = tools.step("N to 8")
+    assert first.attempt is not None and first.attempt.status == "keep"
+    assert Ledger(state).read()[-1].hypothesis is None  # queued unseen: not what it tested
+    assert first.hypothesis == "lower N to 6"
+    (workspace / "calc.py").write_text("N = 6\n")
+    tools.step("N to 6")
+    assert Ledger(state).read()[-1].hypothesis == "lower N to 6"
