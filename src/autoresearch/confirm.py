@@ -145,7 +145,8 @@ def measure_pairs(
     executor.start(executor_setup(campaign))
     try:
         tree.show(a)
-        fingerprint = Fingerprint.take(campaign, tree.path, harness_files(campaign, tree.path))
+        harness = harness_files(campaign, tree.path, tree.files())
+        fingerprint = Fingerprint.take(campaign, tree.path, harness)
         evaluator = Evaluator(
             campaign, workspace, executor, fingerprint, logs, lambda *_, **__: None, tree=tree
         )

@@ -29,6 +29,7 @@ from autoresearch.errors import ConfigError
 from autoresearch.evaluation import Evaluator
 from autoresearch.executors import CommandSpec
 from autoresearch.integrity import sha256_file
+from autoresearch.owned import real_parents, write_file
 from autoresearch.process import Limits
 from autoresearch.scope import PathMatcher
 
@@ -110,6 +111,18 @@ class Holdout:
                     "must be regular files in the checkout."
                 )
             if matcher.matches(rel):
+                shared = [
+                    item.strip().rstrip("/")
+                    for item in self.campaign.config.share
+                    if rel == item.strip().rstrip("/")
+                    or rel.startswith(item.strip().rstrip("/") + "/")
+                ]
+                if shared:
+                    raise ConfigError(
+                        f"{source}: key 'holdout.files': {rel} lies in the share path "
+                        f"{shared[0]!r}, which the proposer and every run read; keep the "
+                        "holdout outside 'share'."
+                    )
                 if scope.matches(rel):
                     raise ConfigError(
                         f"{source}: key 'holdout.files': {rel} is in scope; the proposer must "
@@ -175,9 +188,9 @@ class Holdout:
             if tampered or changed:
                 return [], f"{TAMPERED}{tampered or changed[0]} changed during the campaign", 0
             for rel in self.files:
-                target = tree.path / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(self.snapshot / rel, target)
+                # Into the measurement folder only: a link the last run planted on the way
+                # (to the checkout, to the workspace) is removed, never written through.
+                write_file(real_parents(tree.path, rel), (self.snapshot / rel).read_bytes())
             stem = logs / f"{iteration:04d}-holdout-{label}-{k + 1}"
             result = self.evaluator.executor.run(
                 self.spec, workspace=tree.path, env=self.evaluator.env(iteration), log_stem=stem

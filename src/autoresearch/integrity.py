@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,16 +16,27 @@ from autoresearch.scope import PathMatcher
 
 
 def sha256_file(path: Path) -> str:
+    """The content's hash; a link hashes its target's name, and anything but a regular
+    file (a pipe, a device, a folder put in a harness file's place) its kind, so that it
+    differs from the file it replaced and is never opened: a pipe would block forever."""
     digest = hashlib.sha256()
     try:
-        if path.is_symlink():
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
             digest.update(b"symlink:" + os.readlink(path).encode())
             return digest.hexdigest()
-        with open(path, "rb") as handle:
+        if not stat.S_ISREG(st.st_mode):
+            return f"not a file (mode {stat.S_IFMT(st.st_mode):o})"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return "not a file"
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except FileNotFoundError:
         return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
     return digest.hexdigest()
 
 
@@ -141,8 +153,9 @@ def measurement_changes(
     return keys + [f"harness file {p}" for p in files]
 
 
-def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
-    """Expand the `harness` globs over the files of the workspace."""
+def harness_files(campaign: Campaign, workspace: Path, files: list[str] | None = None) -> list[str]:
+    """Expand the `harness` globs over the files of the workspace (or over `files`, those
+    of a folder that is not a work tree of its own: the measurement folder)."""
     cfg = campaign.config
     rubric = [cfg.judge.rubric] if cfg.judge is not None else []
     if rubric and PathMatcher(cfg.scope).matches(rubric[0]):
@@ -157,7 +170,8 @@ def harness_files(campaign: Campaign, workspace: Path) -> list[str]:
         )
     if not cfg.harness:
         return rubric
-    files = workspace_files(workspace)
+    if files is None:
+        files = workspace_files(workspace)
     matcher = PathMatcher(cfg.harness)
     found = sorted(p for p in files if matcher.matches(p))
     for pattern in cfg.harness:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import Git
-from autoresearch.owned import OwnedDir, real_dir, write_file
+from autoresearch.owned import OwnedDir, real_dir, writable, write_file
 from autoresearch.workspace import GIT_CONFIG, link_shares
 
 
@@ -113,6 +113,12 @@ class MeasureTree:
         self._fill_submodules()
         self._link_shares()
 
+    def files(self) -> list[str]:
+        """The files of the commit the folder shows, read from its own index (the folder
+        lies inside the user's ignored `.autoresearch/`: git run there sees none)."""
+        raw = self._run("ls-files", "-z")
+        return sorted(p for p in raw.split("\0") if p)
+
     def settle(self) -> None:
         """A run is over: what it wrote goes before the folder shows anything again. The
         work is done by the next `show` (one pass over the files instead of two), or by
@@ -131,7 +137,12 @@ class MeasureTree:
         args = ["clean", "-ffdxq"]
         for item in self.share:
             args += ["-e", f"/{item}"]
-        self._run(*args)
+        try:
+            self._run(*args)
+        except GitError:
+            # A run took the write permission off a folder it made: given back, then again.
+            writable(self.path)
+            self._run(*args)
 
     def _fill_submodules(self) -> None:
         """Each submodule's folder holds exactly the commit the measured tree records."""
@@ -207,4 +218,4 @@ class MeasureTree:
         self._run("read-tree", "--reset", "-u", commit)
 
     def _link_shares(self) -> None:
-        link_shares(self.root, self.path, self.share)
+        link_shares(self.root, self.path, self.share, exact=True)

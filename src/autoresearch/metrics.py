@@ -27,6 +27,7 @@ from autoresearch.readout import (
     MetricParseError,
     extract_number,
     file_metric,
+    inside,
     metric_line,
     read_bounded,
 )
@@ -78,7 +79,7 @@ class Readings:
 
 def read_one(metric: SecondaryMetric, stdout: str, folder: Path, budget: float) -> float:
     if metric.file is not None:
-        return file_metric(folder / metric.file, metric.key, metric.pattern, budget)
+        return file_metric(inside(folder, metric.file), metric.key, metric.pattern, budget)
     if metric.pattern is not None:
         return extract_number(stdout, metric.pattern, budget)
     return metric_line(stdout, metric.name)

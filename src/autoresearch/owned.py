@@ -24,10 +24,35 @@ def remove(path: Path) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path)
-    else:
+    if not stat.S_ISDIR(st.st_mode):
         path.unlink()
+        return
+    try:
+        shutil.rmtree(path)
+    except (RecursionError, OSError):
+        _remove_hard(path)
+
+
+def writable(path: Path) -> None:
+    """Give the owner back every permission under `path` (links are not followed)."""
+    import subprocess
+
+    subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True, check=False)
+
+
+def _remove_hard(path: Path) -> None:
+    """What a command left so that `rmtree` fails (folders nested deeper than Python's
+    recursion, folders without write or search permission) is still removed: coreutils
+    walk without recursion, and permissions are restored first; never following a link."""
+    import subprocess
+
+    subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True, check=False)
+    done = subprocess.run(
+        ["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False
+    )
+    if os.path.lexists(path):
+        detail = done.stderr.decode(errors="replace").strip().splitlines()
+        raise OSError(f"cannot remove {path}" + (f": {detail[-1]}" if detail else ""))
 
 
 def real_dir(path: Path) -> bool:
@@ -36,6 +61,24 @@ def real_dir(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except FileNotFoundError:
         return False
+
+
+def real_parents(root: Path, rel: str) -> Path:
+    """`root / rel`, every folder on the way made a real folder of its own: a link or a
+    file planted there (by a command that ran in `root`) is removed, never followed, so
+    what the engine writes next lands inside `root`."""
+    current = root
+    for part in Path(rel).parts[:-1]:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            os.mkdir(current)
+            continue
+        if not stat.S_ISDIR(mode):
+            remove(current)
+            os.mkdir(current)
+    return root / rel
 
 
 def open_own(path: Path) -> BinaryIO:

@@ -111,7 +111,8 @@ def read_bounded(path: Path, cap: int = MAX_FILE_BYTES) -> str:
     /dev/zero behind a symlink, a pipe, a folder, a huge file) is a MetricParseError."""
     name = path.name
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise MetricParseError(f"did not write {name}") from None
     except OSError as exc:
@@ -161,6 +162,21 @@ def value_at(data: object, key: str) -> object:
     return node
 
 
+def inside(folder: Path, relative: str) -> Path:
+    """`folder / relative` with every link resolved, refused (MetricParseError) when it
+    leads out of `folder`: the engine reads it outside the sandbox, so a link planted by
+    the command would make it read what the command itself may not (the checkout's .env,
+    /proc/self/environ)."""
+    base = Path(os.path.realpath(folder))
+    target = Path(os.path.realpath(folder / relative))
+    if target != base and not target.is_relative_to(base):
+        raise MetricParseError(
+            f"{relative} is a link out of the folder the command ran in; the engine reads "
+            "only files inside it"
+        )
+    return target
+
+
 def file_metric(
     path: Path, key: str | None, pattern: str | None, budget: float = DEFAULT_BUDGET
 ) -> float:
@@ -207,7 +223,7 @@ def read_metric(spec: object, stdout: str, workspace: Path, budget: float | None
     if budget is None:
         budget = float(getattr(spec, "timeout", DEFAULT_BUDGET))
     if file is not None:
-        return file_metric(workspace / file, getattr(spec, "key", None), pattern, budget)
+        return file_metric(inside(workspace, file), getattr(spec, "key", None), pattern, budget)
     if name is not None:
         return metric_line(stdout, name)
     return extract_number(stdout, pattern, budget)

@@ -129,6 +129,10 @@ class Bwrap:
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
+            # An engine run as root (a container, say) would hand its capabilities on: with
+            # them a command unmounts what hides the checkout or remounts / read-write.
+            "--cap-drop",
+            "ALL",
             "--ro-bind",
             "/",
             "/",

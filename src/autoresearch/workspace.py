@@ -25,7 +25,14 @@ from pathlib import Path
 
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import IDENTITY, Git, isolated_env
-from autoresearch.owned import OwnedDir, real_dir, refuse_links, remove, write_file
+from autoresearch.owned import (
+    OwnedDir,
+    real_dir,
+    real_parents,
+    refuse_links,
+    remove,
+    write_file,
+)
 
 # Caches that tools write as a side effect; never a proposer's change.
 TOOL_CACHES = (
@@ -714,12 +721,22 @@ def _make_private_git(
         shutil.copyfile(exclude, dotgit / "info" / "exclude")
 
 
-def link_shares(root: Path, folder: Path, share: list[str]) -> None:
-    """Link each shared path of the checkout into `folder` where nothing stands yet."""
+def link_shares(root: Path, folder: Path, share: list[str], exact: bool = False) -> None:
+    """Link each shared path of the checkout into `folder` where nothing stands yet. With
+    `exact` (the measurement folder) whatever stands there instead, a folder a command put
+    in the link's place among it, is removed first: every run reads the shared data, never
+    what an earlier run left at its path."""
     for item in share:
         source = root / item
         target = folder / item
-        if not source.exists() or os.path.lexists(target):
+        if not source.exists():
+            continue
+        if exact:
+            target = real_parents(folder, item)
+            if target.is_symlink() and os.readlink(target) == str(source):
+                continue
+            remove(target)
+        elif os.path.lexists(target):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.symlink_to(source)

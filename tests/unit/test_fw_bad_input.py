@@ -64,7 +64,7 @@ def ledger_lines(repo: Path) -> list[dict[str, Any]]:
 
 # The candidate (N = 7) makes the metric file something no metric file should be.
 FILE_CASES = {
-    "a symlink to /dev/zero": ("ln -sf /dev/zero out.txt", "out.txt is not a regular file"),
+    "a symlink to /dev/zero": ("ln -sf /dev/zero out.txt", "out.txt is a link out of the folder"),
     "a pipe": ("mkfifo out.txt", "out.txt is not a regular file"),
     "a huge file": ("truncate -s 40M out.txt", "more than a metric file may hold"),
     "a folder": ("mkdir out.txt", "out.txt is not a regular file"),
