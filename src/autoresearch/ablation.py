@@ -57,11 +57,7 @@ def is_simplification(record: AttemptRecord) -> bool:
 
 def kept_changes(records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
     """The kept changes in the order they were kept: `keep` and `merged` records."""
-    return [
-        r
-        for r in records
-        if r.status.sets_best and r.status is not Status.BASELINE and r.commit and r.parent
-    ]
+    return [r for r in records if r.status.kept_change and r.commit and r.parent]
 
 
 @dataclass

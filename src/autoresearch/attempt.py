@@ -54,6 +54,11 @@ class Status(StrEnum):
         return self in (Status.BASELINE, Status.KEEP, Status.MERGED)
 
     @property
+    def kept_change(self) -> bool:
+        """A candidate's change was kept: a `keep`, or winners combined as `merged`."""
+        return self.sets_best and self is not Status.BASELINE
+
+    @property
     def counts_toward_plateau(self) -> bool:
         """An attempt that was seen through and did not move the best. An interrupted
         attempt says nothing about the search, so it neither counts nor breaks a streak."""
@@ -94,6 +99,15 @@ class Status(StrEnum):
             Status.REJECTED,
             Status.SUPERSEDED,
         )
+
+    @property
+    def dead_end(self) -> bool:
+        """A change seen through that did not help: measured and not kept, or turned down
+        by a person. Not a candidate still in play (parked for approval, sent back for a
+        rework) and not one never measured (a duplicate repeats an attempt listed already)."""
+        if self in (Status.AWAITING_APPROVAL, Status.REWORK):
+            return False
+        return (self.measured and not self.sets_best) or self is Status.REJECTED
 
     @property
     def measured(self) -> bool:

@@ -84,7 +84,7 @@ def diminishing_returns(
 ) -> str | None:
     """A note when each of the last keeps gained less than the noise (or, with no noise
     estimate, less than 0.5% of the previous best): the campaign may be done."""
-    keeps = [r for r in records if r.status.sets_best and r.status is not Status.BASELINE]
+    keeps = [r for r in records if r.status.kept_change]
     recent = keeps[-DIMINISHING_WINDOW:]
     if len(recent) < DIMINISHING_WINDOW:
         return None

@@ -78,7 +78,7 @@ def worked(records: Sequence[AttemptRecord], direction: str) -> list[str]:
         f"- #{r.iteration} {_gain(r, direction)} ({num(r.metric)}), {_files(r)}: "
         f"{_one_line(r.description, 160)}{_idea(r)}"
         for r in records
-        if r.status.sets_best and r.status is not Status.BASELINE  # a keep, or merged
+        if r.status.kept_change
     ]
 
 
@@ -106,20 +106,6 @@ def failed(records: Sequence[AttemptRecord]) -> list[str]:
     return out
 
 
-# Measured (or judged) changes that did not help; a parked one may yet be kept, a rework
-# is being fixed, a duplicate repeats an attempt listed already.
-DEAD_ENDS = (
-    Status.DISCARD,
-    Status.CRASH,
-    Status.TIMEOUT,
-    Status.GUARD_FAILED,
-    Status.CONSTRAINT_FAILED,
-    Status.OVERFIT,
-    Status.REJECTED,
-    Status.SUPERSEDED,
-)
-
-
 def dead_ends(records: Sequence[AttemptRecord]) -> list[str]:
     """Measured changes that did not help, grouped by the files they touched and the kind
     of change; those tried before the last keep are marked, since the code they were
@@ -127,7 +113,7 @@ def dead_ends(records: Sequence[AttemptRecord]) -> list[str]:
     last_keep = max((r.iteration for r in records if r.status.sets_best), default=0)
     groups: OrderedDict[tuple[str, str], list[AttemptRecord]] = OrderedDict()
     for r in records:
-        if r.status in DEAD_ENDS and r.commit:
+        if r.status.dead_end and r.commit:
             key = (_files(r), change_kind(r))
             groups.setdefault(key, []).append(r)
             groups.move_to_end(key)

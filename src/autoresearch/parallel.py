@@ -617,7 +617,7 @@ class SlotLoop:
             slot=slot.index,
             combined=task.combined or None,
         )
-        if status is Status.KEEP or status is Status.MERGED:
+        if status.kept_change:
             self.kept.append((task.iteration, record.commit or ""))
         stored = engine._log(record)
         if steps.collected is not None and stored.commit is not None:
