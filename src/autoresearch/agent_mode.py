@@ -29,6 +29,7 @@ from autoresearch.engine import Engine
 from autoresearch.errors import AutoresearchError, GitError
 from autoresearch.events import Event, Warned
 from autoresearch.executors import Executor
+from autoresearch.guidance import Offer, offer
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import RunResult
 from autoresearch.owned import real_dir, refuse_links, remove
@@ -196,8 +197,11 @@ class StepReport:
     warnings: list[str] = field(default_factory=list)
     # A candidate sent back for rework, waiting in the workspace for the agent's fix.
     rework: dict[str, Any] | None = None
+    # What the agent is given for its next change: the hypothesis to test and the memory.
+    offer: Offer | None = None
 
     def to_json(self) -> dict[str, Any]:
+        offered = self.offer.to_json() if self.offer else {"hypothesis": None, "memory_file": None}
         return {
             "campaign": self.campaign,
             "workspace": self.workspace,
@@ -213,6 +217,7 @@ class StepReport:
             "next": self.next,
             "warnings": self.warnings,
             "rework": self.rework,
+            **offered,
             "exit_code": self.exit_code,
         }
 
@@ -337,6 +342,9 @@ def _report(
         rework=_rework_json(campaign, engine.rework),
     )
     report.next = _next(report, record, proposer, scope)
+    # No hypothesis when no step follows, or when the next one fixes a candidate sent back.
+    more = not stopped and report.rework is None
+    report.offer = offer(campaign, engine.records, more)
     return report
 
 
@@ -499,5 +507,7 @@ def step_lines(report: StepReport) -> list[str]:
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     lines.append(f"workspace: {report.workspace}")
+    if report.offer is not None:
+        lines += report.offer.lines()
     lines.append(f"next: {report.next}")
     return lines

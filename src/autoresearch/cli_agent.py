@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from autoresearch.cli import _root, console, handle_errors
-from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
+from autoresearch.config import CONFIG_FILE, load_campaign
 from autoresearch.render import safe
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> N
         added = queue_file(campaign, hypotheses)
         if not as_json:
             console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
-    _print_step(campaign, start_campaign(campaign), as_json)
+    _print_step(start_campaign(campaign), as_json)
 
 
 @click.command()
@@ -75,7 +75,7 @@ def step(description: str, config_path: Path | None, as_json: bool) -> None:
     from autoresearch.agent_mode import step as step_campaign
 
     campaign = load_campaign(_root(), config_path)
-    _print_step(campaign, step_campaign(campaign, description), as_json)
+    _print_step(step_campaign(campaign, description), as_json)
 
 
 @click.command(name="mcp")
@@ -285,22 +285,10 @@ def _session_out(data: dict[str, object], fmt: str) -> None:
         click.echo(line)
 
 
-def _print_step(campaign: Campaign, report: StepReport, as_json: bool) -> None:
-    """The verdict, and what the agent is given for its next change: the hypothesis to
-    test (the step that follows is recorded against it) and the research memory file."""
+def _print_step(report: StepReport, as_json: bool) -> None:
     from autoresearch.agent_mode import step_lines
-    from autoresearch.guidance import offer
-    from autoresearch.ledger import Ledger
 
-    data = report.to_json()
-    # No hypothesis when no step follows, or when the next one fixes a candidate sent back.
-    more = not report.stopped and not data.get("rework")
-    offered = offer(campaign, Ledger(campaign.state_dir).read(), more)
-    if as_json:
-        _print({**data, **offered.to_json()})
-    else:
-        lines = step_lines(report)
-        _print([*lines[:-1], *offered.lines(), *lines[-1:]])  # `next:` stays the last line
+    _print(report.to_json() if as_json else step_lines(report))
     sys.exit(report.exit_code)
 
 

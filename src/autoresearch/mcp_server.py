@@ -191,26 +191,13 @@ class CampaignTools:
     def start(self) -> StepResult:
         from autoresearch.agent_mode import start
 
-        campaign = self.campaign()
-        return self._result(campaign, start(campaign))
+        return StepResult.model_validate(_step_json(start(self.campaign()).to_json()))
 
     def step(self, description: str = "") -> StepResult:
         from autoresearch.agent_mode import step
 
-        campaign = self.campaign()
-        return self._result(campaign, step(campaign, description))
-
-    @staticmethod
-    def _result(campaign: Campaign, report: Any) -> StepResult:
-        """The report with what `autoresearch step` shows beside it: the hypothesis to test
-        next (noted as shown, so the step that follows carries it) and the memory file."""
-        from autoresearch.guidance import offer
-        from autoresearch.ledger import Ledger
-
-        data = report.to_json()
-        more = not report.stopped and not data.get("rework")
-        offered = offer(campaign, Ledger(campaign.state_dir).read(), more)
-        return StepResult.model_validate(_step_json({**data, **offered.to_json()}))
+        report = step(self.campaign(), description)
+        return StepResult.model_validate(_step_json(report.to_json()))
 
     def status(self) -> StatusResult:
         from autoresearch.status import campaign_status, find_state_dir
