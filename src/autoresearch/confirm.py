@@ -36,7 +36,7 @@ from autoresearch.gitcmd import Git
 from autoresearch.integrity import Fingerprint, harness_files
 from autoresearch.ledger import Ledger
 from autoresearch.measure_tree import MeasureTree
-from autoresearch.paired import PairedGain, paired_gain, pairs_for
+from autoresearch.paired import PairedGain, paired_gain, pairs_for, percent
 from autoresearch.summary import summarize
 from autoresearch.workspace import Workspace
 
@@ -80,14 +80,8 @@ class Outcome:
             "confidence": r.confidence,
             "confirmed": r.confirmed,
             "raw_gain": self.raw_gain,
-            "raw_gain_pct": _pct(self.raw_gain, self.raw_reference),
+            "raw_gain_pct": percent(self.raw_gain, self.raw_reference),
         }
-
-
-def _pct(value: float | None, reference: float | None) -> float | None:
-    if value is None or not reference:
-        return None
-    return 100.0 * value / abs(reference)
 
 
 def _records(campaign: Campaign) -> list[AttemptRecord]:

@@ -111,17 +111,12 @@ class Holdout:
                     "must be regular files in the checkout."
                 )
             if matcher.matches(rel):
-                shared = [
-                    item.strip().rstrip("/")
-                    for item in self.campaign.config.share
-                    if rel == item.strip().rstrip("/")
-                    or rel.startswith(item.strip().rstrip("/") + "/")
-                ]
+                shared = [s for s in self.campaign.config.share if PathMatcher([s]).matches(rel)]
                 if shared:
                     raise ConfigError(
                         f"{source}: key 'holdout.files': {rel} lies in the share path "
-                        f"{shared[0]!r}, which the proposer and every run read; keep the "
-                        "holdout outside 'share'."
+                        f"{shared[0].strip().rstrip('/')!r}, which the proposer and every run "
+                        "read; keep the holdout outside 'share'."
                     )
                 if scope.matches(rel):
                     raise ConfigError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,8 +36,6 @@ def remove(path: Path) -> None:
 
 def writable(path: Path) -> None:
     """Give the owner back every permission under `path` (links are not followed)."""
-    import subprocess
-
     subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True, check=False)
 
 
@@ -44,9 +43,7 @@ def _remove_hard(path: Path) -> None:
     """What a command left so that `rmtree` fails (folders nested deeper than Python's
     recursion, folders without write or search permission) is still removed: coreutils
     walk without recursion, and permissions are restored first; never following a link."""
-    import subprocess
-
-    subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True, check=False)
+    writable(path)
     done = subprocess.run(
         ["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False
     )

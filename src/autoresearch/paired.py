@@ -34,7 +34,14 @@ class PairedGain:
         return self.low > 0
 
     def pct(self, value: float) -> float | None:
-        return None if not self.reference else 100.0 * value / abs(self.reference)
+        return percent(value, self.reference)
+
+
+def percent(value: float | None, reference: float | None) -> float | None:
+    """`value` as a share of `reference`, in percent; None without either."""
+    if value is None or not reference:
+        return None
+    return 100.0 * value / abs(reference)
 
 
 def _binomial_cdf(k: int, n: int) -> float:

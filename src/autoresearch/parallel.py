@@ -702,8 +702,7 @@ class SlotLoop:
             "measured again"
         )
         again = replace(steps, collected=merged, outcome=NOT_FINISHED, note=note)
-        known = in_flight_record(again, current, LOST_REASON)
-        self.slot_of(task).info.record = replace(known, slot=self.slot_of(task).index).to_json()
+        self.announce(task, again, current)
         return Task(
             task.iteration,
             current,
@@ -735,8 +734,7 @@ class SlotLoop:
             f"measured again alone against {engine.incumbent.commit[:12]}"
         )
         again = replace(steps, collected=original, outcome=NOT_FINISHED, note=note)
-        known = in_flight_record(again, engine.incumbent, LOST_REASON)
-        self.slot_of(task).info.record = replace(known, slot=self.slot_of(task).index).to_json()
+        self.announce(task, again, engine.incumbent)
         return Task(
             task.iteration,
             engine.incumbent,
@@ -746,6 +744,13 @@ class SlotLoop:
             original=original,
             retried_alone=True,
         )
+
+    def announce(self, task: Task, again: Steps, incumbent: Incumbent) -> None:
+        """What the record of an engine killed while `again` is measured will say."""
+        slot = self.slot_of(task)
+        slot.info.record = replace(
+            in_flight_record(again, incumbent, LOST_REASON), slot=slot.index
+        ).to_json()
 
     def kept_since(self, commit: str) -> list[int]:
         commits = [c for _, c in self.kept]

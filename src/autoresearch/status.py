@@ -16,7 +16,7 @@ from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.escalation import search_notes
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.liveness import is_running, lock_holder
-from autoresearch.robust import robust_sigma
+from autoresearch.robust import ESTIMATORS, robust_sigma
 from autoresearch.summary import sample_groups, summarize
 
 __all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
@@ -86,7 +86,7 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
     )
     # The spread the rule in force sees (its estimator's), `median` before one is known.
     estimator = state.get("estimator")
-    if estimator not in ("median", "robust", "time"):
+    if estimator not in ESTIMATORS or estimator == "mean":
         estimator = "median"
     robust = robust_sigma(list(sample_groups(records).values()), str(estimator), direction)
     baseline = summary.get("baseline")
