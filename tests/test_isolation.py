@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -999,17 +1000,15 @@ def test_candidate_prints_a_secret_whose_name_does_not_look_secret(
     assert SECRET.encode() not in everything_written(repo)
 
 
-@pytest.fixture
-def user_daemon() -> Iterator[tuple[Path, list[bytes]]]:
-    """A daemon of the user's listening on a unix socket (as docker, ssh-agent or tmux do:
-    whoever connects may have it run anything), and what it received."""
+@contextmanager
+def listening(address: str) -> Iterator[list[bytes]]:
+    """A daemon on the unix socket `address` (a path, or "\\0name" for an abstract one):
+    whoever connects may have it run anything, as docker, ssh-agent, tmux or an X server
+    do. Yields what it received; a connection alone counts."""
     import socket
-    import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="ar-daemon-", dir="/tmp"))  # short: sun_path
-    path = folder / "daemon.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
+    server.bind(address)
     server.listen()
     server.settimeout(0.2)
     received: list[bytes] = []
@@ -1030,25 +1029,38 @@ def user_daemon() -> Iterator[tuple[Path, list[bytes]]]:
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield path, received
-    stop.set()
-    thread.join(timeout=5)
-    server.close()
+    try:
+        yield received
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+
+
+@pytest.fixture
+def user_daemon() -> Iterator[tuple[str, list[bytes]]]:
+    """A daemon of the user's on a socket file, and what it received."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ar-daemon-", dir="/tmp"))  # short: sun_path
+    path = folder / "daemon.sock"
+    with listening(str(path)) as received:
+        yield str(path), received
     path.unlink(missing_ok=True)
     folder.rmdir()
 
 
-def connect_shell(path: Path) -> str:
+def connect_shell(address: str) -> str:
     code = (
         "import socket; s = socket.socket(socket.AF_UNIX); "
-        f"s.connect({str(path)!r}); s.sendall(b'run: rm -rf ~')"
+        f"s.connect({address!r}); s.sendall(b'run: rm -rf ~')"
     )
     return f"python3 -c {shlex.quote(code)}"
 
 
 @pytest.mark.parametrize("isolation", modes(none=SOCKETS))
 def test_candidate_talks_to_a_user_daemon_through_its_socket(
-    tmp_path: Path, isolation: str, user_daemon: tuple[Path, list[bytes]]
+    tmp_path: Path, isolation: str, user_daemon: tuple[str, list[bytes]]
 ) -> None:
     path, received = user_daemon
     repo, _ = user_repo(tmp_path, isolation, {1: candidate_running(connect_shell(path))})
@@ -1059,7 +1071,7 @@ def test_candidate_talks_to_a_user_daemon_through_its_socket(
 
 @pytest.mark.parametrize("isolation", modes(none=SOCKETS))
 def test_proposer_talks_to_a_user_daemon_through_its_socket(
-    tmp_path: Path, isolation: str, user_daemon: tuple[Path, list[bytes]]
+    tmp_path: Path, isolation: str, user_daemon: tuple[str, list[bytes]]
 ) -> None:
     path, received = user_daemon
     attack = HONEST + "\n    " + connect_shell(path)
@@ -1128,29 +1140,34 @@ def test_proposer_plants_a_program_the_metric_runs(
     assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == before
 
 
+# Links to the user's files at paths the engine writes after a run: the logs, and the
+# tables appended to (results.tsv, machine.jsonl, the hypothesis queue).
+PLANTED_LINKS = {
+    "log files": (
+        "\n    for s in 0001-metric-1.out 0001-metric-1.err; do"
+        "\n      rm -f '@STATE@/logs/'$s; ln -s '@REPO@/.env' '@STATE@/logs/'$s; done"
+        "\n    ln -sf '@REPO@/README.md' '@STATE@/logs/0002-proposer.out'"
+    ),
+    "tables": (
+        "\n    ln -sf '@REPO@/README.md' '@STATE@/results.tsv'"
+        "\n    ln -sf '@REPO@/.env' '@STATE@/machine.jsonl'"
+        "\n    ln -sf '@REPO@/calc.py' '@STATE@/hypotheses.jsonl'"
+    ),
+}
+
+
 @pytest.mark.parametrize("isolation", modes())
 def test_link_planted_at_a_log_path_points_the_engine_at_a_user_file(
     tmp_path: Path, isolation: str
 ) -> None:
-    attack = (
-        HONEST + "\n    for s in 0001-metric-1.out 0001-metric-1.err; do"
-        "\n      rm -f '@STATE@/logs/'$s; ln -s '@REPO@/.env' '@STATE@/logs/'$s; done"
-        "\n    ln -sf '@REPO@/README.md' '@STATE@/logs/0002-proposer.out'"
-    )
-    assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
+    assert_untouched(tmp_path, isolation, {1: HONEST + PLANTED_LINKS["log files"], 2: HONEST})
 
 
 @pytest.mark.parametrize("isolation", modes())
 def test_links_planted_at_the_engines_tables_point_at_user_files(
     tmp_path: Path, isolation: str
 ) -> None:
-    # results.tsv, machine.jsonl and the hypothesis queue are appended to after every run.
-    attack = (
-        HONEST + "\n    ln -sf '@REPO@/README.md' '@STATE@/results.tsv'"
-        "\n    ln -sf '@REPO@/.env' '@STATE@/machine.jsonl'"
-        "\n    ln -sf '@REPO@/calc.py' '@STATE@/hypotheses.jsonl'"
-    )
-    assert_untouched(tmp_path, isolation, {1: attack, 2: HONEST})
+    assert_untouched(tmp_path, isolation, {1: HONEST + PLANTED_LINKS["tables"], 2: HONEST})
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -1270,37 +1287,10 @@ def test_folder_nested_past_the_recursion_limit_in_the_proposers_git(
 
 @pytest.fixture
 def abstract_daemon() -> Iterator[tuple[str, list[bytes]]]:
-    """A daemon on an abstract unix socket (no file: an X server, some session buses)."""
-    import socket
-
-    name = "ar-daemon-" + uuid.uuid4().hex[:12]
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind("\0" + name)
-    server.listen()
-    server.settimeout(0.2)
-    received: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                received.append(b"(connected)")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield name, received
-    stop.set()
-    thread.join(timeout=5)
-    server.close()
-
-
-def connect_abstract(name: str) -> str:
-    code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}')"
-    return f"python3 -c {shlex.quote(code)}"
+    """A daemon on an abstract unix socket (no file to cover: an X server, some buses)."""
+    address = "\0ar-daemon-" + uuid.uuid4().hex[:12]
+    with listening(address) as received:
+        yield address, received
 
 
 @pytest.mark.parametrize("isolation", modes())
@@ -1311,7 +1301,7 @@ def test_candidate_without_network_talks_to_an_abstract_socket(
     repo, _ = user_repo(
         tmp_path,
         isolation,
-        {1: candidate_running(connect_abstract(name))},
+        {1: candidate_running(connect_shell(name))},
         **{"sandbox.network": False},
     )
     run(repo)
@@ -1324,7 +1314,7 @@ def test_proposer_talks_to_an_abstract_socket(
     tmp_path: Path, isolation: str, abstract_daemon: tuple[str, list[bytes]]
 ) -> None:
     name, received = abstract_daemon
-    repo, _ = user_repo(tmp_path, isolation, {1: HONEST + "\n    " + connect_abstract(name)})
+    repo, _ = user_repo(tmp_path, isolation, {1: HONEST + "\n    " + connect_shell(name)})
     run(repo)
     time.sleep(0.3)
     assert received == []

@@ -7,8 +7,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from autoresearch.ablation import run_ablation
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
@@ -55,7 +53,7 @@ def note(name: str) -> object:
     return edit
 
 
-def campaign(tmp_path: Path, **overrides: object) -> Path:
+def campaign(tmp_path: Path, files: dict[str, str] | None = None, **overrides: object) -> Path:
     config = campaign_toml(
         **{
             "scope": ["*.py", "notes/*.py"],
@@ -68,7 +66,7 @@ def campaign(tmp_path: Path, **overrides: object) -> Path:
     )
     return make_repo(
         tmp_path / "repo",
-        {"a.py": "X = 10\n", "b.py": "X = 10\n", "autoresearch.toml": config},
+        {"a.py": "X = 10\n", "b.py": "X = 10\n", **(files or {}), "autoresearch.toml": config},
     )
 
 
@@ -178,20 +176,7 @@ def drop_filler(workspace: Path) -> Proposal:
 
 
 def test_a_simplification_is_kept_for_the_code_it_removes(tmp_path: Path, invoke: Runner) -> None:
-    config = campaign_toml(
-        **{
-            "scope": ["*.py", "notes/*.py"],
-            "harness": [],
-            "metric.command": "metric",
-            "guard": None,
-            "metric.target": None,
-            "decision.simplicity": True,
-        }  # type: ignore[arg-type]
-    )
-    repo = make_repo(
-        tmp_path / "repo",
-        {"a.py": "X = 10\n", "b.py": "X = 10\n", "c.py": FILLER, "autoresearch.toml": config},
-    )
+    repo = campaign(tmp_path, {"c.py": FILLER}, **{"decision.simplicity": True})
     proposer = ScriptedProposer(setter("a", 3), drop_filler, note("first"), setter("b", 3))
     Engine(
         load_campaign(repo),
@@ -222,19 +207,19 @@ def test_a_simplification_is_kept_for_the_code_it_removes(tmp_path: Path, invoke
     )
 
 
-def test_a_merged_keep_is_ablated_like_a_keep(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_merged_keep_is_ablated_like_a_keep(tmp_path: Path) -> None:
     repo = campaign(tmp_path)
     run_campaign(repo, MemoryExecutor(Lucky({3, 5})))
     state = repo / ".autoresearch" / "toy"
-    # As a campaign with several jobs logs it: the last two keeps combined as `merged`.
+    # The ledger as a campaign with several jobs writes it: the last two keeps combined as
+    # `merged` (written again through the ledger, so its hash chain holds).
     records = Ledger(state).read()
-    relabelled = [
-        replace(r, status=Status.MERGED, combined=(3, 4)) if r.iteration == 4 else r
-        for r in records
-    ]
-    monkeypatch.setattr(Ledger, "read", lambda self: list(relabelled))
+    for name in ("ledger.jsonl", "results.tsv"):
+        (state / name).unlink()
+    for r in records:
+        merged = r.iteration == 4
+        Ledger(state).append(replace(r, status=Status.MERGED, combined=(3, 4)) if merged else r)
+    assert Ledger(state).read()[4].status is Status.MERGED
     report = run_ablation(load_campaign(repo), executor=MemoryExecutor(Lucky(set())))  # type: ignore[arg-type]
     assert [r.iteration for r in report.removals] == [1, 2, 3, 4]
     assert report.carrying == [1, 3] and report.neutral == [2, 4]
