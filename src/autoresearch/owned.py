@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import BinaryIO
 
-from autoresearch.errors import WorkspaceHijacked
+from autoresearch.errors import AutoresearchError, WorkspaceHijacked
 
 
 def remove(path: Path) -> None:
@@ -49,7 +49,11 @@ def _remove_hard(path: Path) -> None:
     )
     if os.path.lexists(path):
         detail = done.stderr.decode(errors="replace").strip().splitlines()
-        raise OSError(f"cannot remove {path}" + (f": {detail[-1]}" if detail else ""))
+        raise AutoresearchError(
+            f"cannot remove {path}, a folder of the engine's own"
+            + (f" ({detail[-1]})" if detail else "")
+            + "; remove it by hand (it holds nothing of yours), then run again."
+        )
 
 
 def real_dir(path: Path) -> bool:
