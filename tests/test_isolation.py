@@ -934,6 +934,56 @@ def test_daemon_edits_later_candidates_while_they_are_measured(
     assert marked(mark) == []
 
 
+# Ways candidate code, itself measured honestly, leaves a cached number in a tracked file it
+# does not change (lib/helper.py) for the next measurement: each gets past a check of the
+# names a run wrote, or of sizes and times.
+CARRIED = {
+    "a hard link": (
+        "os.link('lib/helper.py', 'h'); open('h', 'w').write('OFFSET=-20\\n'); os.remove('h')"
+    ),
+    "a shared mapping left open": (
+        "f = open('lib/helper.py', 'r+b'); m = mmap.mmap(f.fileno(), 0); m[:] = b'OFFSET=-20\\n'"
+    ),
+    "size and time kept": (
+        "st = os.stat('lib/helper.py'); open('lib/helper.py', 'w').write('OFFSET=-20\\n'); "
+        "os.utime('lib/helper.py', ns=(st.st_atime_ns, st.st_mtime_ns))"
+    ),
+    "its folder swapped": (
+        "os.rename('lib', 'old'); os.mkdir('lib'); "
+        "open('lib/helper.py', 'w').write('OFFSET=-20\\n'); shutil.rmtree('old')"
+    ),
+    "its folder replaced by a link": (
+        "os.mkdir('stash'); open('stash/helper.py', 'w').write('OFFSET=-20\\n'); "
+        "shutil.rmtree('lib'); os.symlink('stash', 'lib')"
+    ),
+}
+
+
+@pytest.mark.parametrize("isolation", modes())
+def test_candidate_leaves_a_cached_number_for_the_next_measurement(
+    tmp_path: Path, isolation: str
+) -> None:
+    # Attempt k's code scores 7 + k honestly and, at exit, poisons the helper by the k-th way;
+    # the last attempt is honest: every number after a poisoning would be 20 too low.
+    bench = (
+        'import calc\nfrom lib import helper\nprint(f"score: {abs(calc.N - 3) + helper.OFFSET}")\n'
+    )
+    proposals = {}
+    for k, poison in enumerate(CARRIED.values(), start=1):
+        proposals[k] = (
+            "    cat > calc.py <<'EOF'\nimport atexit, mmap, os, shutil\n"
+            f"def poison():\n    {poison}\natexit.register(poison)\nN = {10 + k}\nEOF"
+        )
+    proposals[len(CARRIED) + 1] = "    echo 'N = 12' > calc.py"
+    repo, state = user_repo(
+        tmp_path, isolation, proposals, bench=bench, files={"lib/helper.py": "OFFSET = 0\n"}
+    )
+    run(repo)
+    records = ledger(state)
+    assert len(records) == len(CARRIED) + 2
+    assert_honest(repo, records)
+
+
 # == what must stay out of reach ===============================================================
 
 

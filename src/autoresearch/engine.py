@@ -452,6 +452,13 @@ class Engine:
             and not getattr(self.proposer, "confined", False)
         )
         watch = CheckoutWatch(self.campaign.root, list(self.cfg.share), watched)
+        # The kernel may name what the proposer changes only when nothing it starts outlives
+        # it: its commands sealed by bubblewrap, or its writes the engine's own code.
+        sealed = not self._edits_in_place() and (
+            not getattr(self.proposer, "runs_commands", True)
+            or getattr(self.proposer, "confined", False)
+        )
+        self.workspace.watch(sealed)
         began = self.clock()
         proposal = ask(self.proposer, ctx, self.logs / f"{iteration:04d}-proposer-error.txt")
         return proposal, self.clock() - began, watch

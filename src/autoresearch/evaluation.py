@@ -119,6 +119,7 @@ class Evaluator:
             list(cfg.share),
             workspace.exclude_file,
             workspace.submodule_gitdirs,
+            sealed=lambda: executor.isolation == "bwrap",
         )
         self.executor = executor
         self.fingerprint = fingerprint

@@ -5,9 +5,16 @@ the commit and nothing else: no index flags, no files the commit does not contai
 leftovers of an earlier run. It is written through a git directory of the engine's own
 that borrows the repository's objects (`objects/info/alternates`) and nothing else: no
 config, so no clean/smudge filter or hook that anyone planted in the repository applies.
-The folder is moved from commit to commit by the paths that differ (`git read-tree -m -u`),
-so a measurement costs work in proportion to the change, not to the repository. Whatever a
-run writes is thrown away before the next one.
+Whatever a run writes is thrown away before the next one.
+
+The folder is moved from commit to commit, and put back after a run, by the paths that
+differ, so a measurement costs work in proportion to the change, not to the repository.
+When every run here is sealed (bubblewrap: nothing outlives it) the kernel names the paths a
+run touched (`watch.FolderWatch`) and only those, with the paths the two commits differ in,
+are written again (`materialise`). Otherwise, or when the kernel cannot vouch, git compares
+the whole folder with its index (`clean -ffdx`, `read-tree --reset -u`). The files written
+path by path are listed in `unindexed` (in the git directory) before they are written: the
+index no longer describes them, so git is told to forget them before it next compares.
 """
 
 from __future__ import annotations
@@ -17,10 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from autoresearch import materialise
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import Git
-from autoresearch.owned import OwnedDir, real_dir, writable, write_file
-from autoresearch.workspace import GIT_CONFIG, link_shares
+from autoresearch.owned import OwnedDir, append_own, real_dir, writable, write_file
+from autoresearch.watch import FolderWatch
+from autoresearch.workspace import GIT_CONFIG, link_shares, under
 
 
 class Tree(Protocol):
@@ -44,8 +53,12 @@ class MeasureTree:
         share: list[str],
         exclude_file: Path,
         submodules: Callable[[], dict[str, Path]] = dict,
+        sealed: Callable[[], bool] = lambda: False,
     ) -> None:
         self.root = root
+        # Whether every command that runs here dies with all it started (bubblewrap's PID
+        # namespace): only then may the kernel's account of a run stand for the folder.
+        self.sealed = sealed
         # The git directory of each submodule, by path: its commits' files are read there.
         self.submodules = submodules
         self.path = path
@@ -60,6 +73,10 @@ class MeasureTree:
         self._dirty = False  # a run wrote here since the folder last showed `current`
         self._git: Git | None = None
         self._common: str | None = None
+        self._watch: FolderWatch | None = None
+        self._unindexed: set[str] = set()  # written path by path since git last compared
+        # How the folder was moved so far: path by path, or by git's pass over all of it.
+        self.passes = {"paths": 0, "whole": 0}
 
     @property
     def git(self) -> Git:
@@ -82,10 +99,19 @@ class MeasureTree:
         self.current = None
 
     def _run(self, *args: str) -> str:
+        return self._run_bytes(*args).decode("utf-8", errors="surrogateescape")
+
+    def _run_bytes(self, *args: str, input: bytes | None = None) -> bytes:
         git = self.git
         # No user or system configuration either: only the engine's settings apply.
         env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-        return git.run(f"--git-dir={self.gitdir}", f"--work-tree={self.path}", *args, extra_env=env)
+        return git.run_bytes(
+            f"--git-dir={self.gitdir}",
+            f"--work-tree={self.path}",
+            *args,
+            input=input,
+            extra_env=env,
+        )
 
     def show(self, commit: str) -> None:
         """Make the folder exactly `commit`'s tree (plus the shared paths' links), throwing
@@ -99,25 +125,116 @@ class MeasureTree:
             self.current = self._adopt()
         if self.current is None or not index.is_file() or not self.path.is_dir():
             self._rebuild(commit)
-        else:
-            if self._dirty:
-                self._clean()
+        elif not self._move(commit):
             try:
-                # One pass both undoes what a run changed in tracked files and moves to
-                # `commit`: a reset writes every file that differs from the new index.
-                self._run("read-tree", "--reset", "-u", commit)
+                self._reset(commit)
             except GitError:
                 self._rebuild(commit)
         self._dirty = False
         self.current = commit
         self._fill_submodules()
         self._link_shares()
+        self._watch_next()
 
     def files(self) -> list[str]:
-        """The files of the commit the folder shows, read from its own index (the folder
-        lies inside the user's ignored `.autoresearch/`: git run there sees none)."""
-        raw = self._run("ls-files", "-z")
+        """The files of the commit the folder shows (read from the commit: the folder lies
+        inside the user's ignored `.autoresearch/`, where git sees none)."""
+        if self.current is None:
+            return []
+        raw = self._run("ls-tree", "-r", "-z", "--full-tree", "--name-only", self.current)
         return sorted(p for p in raw.split("\0") if p)
+
+    # -- path by path ----------------------------------------------------------------------
+
+    def _move(self, commit: str) -> bool:
+        """Put back what the last run touched and move to `commit`, path by path, when the
+        kernel vouches for what the run touched; False when git must compare instead."""
+        watch = self._watch
+        if watch is None or self.current is None or not self.sealed() or self.submodules():
+            return False
+        touched = watch.changes()
+        if touched is None:
+            return False
+        try:
+            run = self._run_bytes
+            moved = materialise.differences(run, self.current, commit)
+            write = {p: e for p, e in moved.items() if e}
+            drop = set(moved)
+            for rel in touched:
+                if rel and under(rel, self.share):
+                    continue  # the share links are made again exactly, below
+                if watch.is_dir(rel) and watch.same(rel):
+                    os.chmod(self.path / rel, materialise.DIR_MODE)  # only its mode changed
+                    continue
+                drop.add(rel)
+            drop.discard("")
+            looked_up = materialise.entries(run, commit, drop - set(write))
+            write.update(looked_up)
+            self._note_unindexed(sorted(write))
+            content = materialise.blobs(run, (e.oid for e in write.values() if e.mode[:3] != "160"))
+            materialise.apply(self.path, drop, write, content, watch)
+        except (GitError, OSError, ValueError):
+            return False
+        self.passes["paths"] += 1
+        return True
+
+    def _note_unindexed(self, paths: list[str]) -> None:
+        """Listed before they are written: an engine that stops midway leaves the list."""
+        new = [p for p in paths if p not in self._unindexed]
+        if not new:
+            return
+        with append_own(self.gitdir / "unindexed") as handle:
+            handle.write(b"".join(os.fsencode(p) + b"\0" for p in new))
+        self._unindexed.update(new)
+
+    def _forget_unindexed(self) -> bool:
+        """Drop the files written path by path from the index, so that git's next pass
+        removes and writes them again instead of trusting what it last saw; whether any."""
+        log = self.gitdir / "unindexed"
+        listed = set(self._unindexed)
+        if log.is_file() and not log.is_symlink():
+            listed.update(os.fsdecode(p) for p in log.read_bytes().split(b"\0") if p)
+        if listed:
+            self._run_bytes(
+                "update-index",
+                "--force-remove",
+                "-z",
+                "--stdin",
+                input=b"".join(os.fsencode(p) + b"\0" for p in sorted(listed)),
+            )
+        log.unlink(missing_ok=True)
+        self._unindexed.clear()
+        return bool(listed)
+
+    def _watch_next(self) -> None:
+        """The folder shows what it should: what the kernel reports from now on is the next
+        run's doing. The marks are placed afresh after git wrote the folder whole."""
+        if not self.sealed() or self.submodules() or self.current is None:
+            self._close_watch()
+            return
+        if self._watch is not None:
+            self._watch.settle()
+            return
+        files = [f for f in self.files() if not under(f, self.share)]
+        dirs = {str(p) for f in files for p in Path(f).parents if str(p) != "."}
+        self._watch = FolderWatch.open(self.path, files, sorted(dirs))
+
+    def _close_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+
+    # -- git's whole pass -------------------------------------------------------------------
+
+    def _reset(self, commit: str) -> None:
+        self.passes["whole"] += 1
+        self._close_watch()
+        forgot = self._forget_unindexed()
+        if self._dirty or forgot:
+            self._clean()
+        # One pass both undoes what a run changed in tracked files and moves to `commit`: a
+        # reset writes every file that differs from the new index.
+        self._run("read-tree", "--reset", "-u", commit)
 
     def settle(self) -> None:
         """A run is over: what it wrote goes before the folder shows anything again. The
@@ -197,6 +314,7 @@ class MeasureTree:
             )
             config = [*GIT_CONFIG, f"core.excludesFile={self.exclude_file}"]
             self._git = Git(self.path.parent, config=config)
+            self._forget_unindexed()  # an earlier engine's path-by-path writes
             tree = self._run("write-tree").strip()
             self._run("read-tree", "--reset", "-u", tree)
             args = ["clean", "-ffdxq"]
@@ -213,8 +331,11 @@ class MeasureTree:
         self._git_folder.check()
 
     def _rebuild(self, commit: str) -> None:
+        self._close_watch()
         self._folder.make()
         (self.gitdir / "index").unlink(missing_ok=True)
+        (self.gitdir / "unindexed").unlink(missing_ok=True)
+        self._unindexed.clear()
         self._run("read-tree", "--reset", "-u", commit)
 
     def _link_shares(self) -> None:

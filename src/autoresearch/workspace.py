@@ -33,6 +33,7 @@ from autoresearch.owned import (
     remove,
     write_file,
 )
+from autoresearch.watch import FolderWatch
 
 # Caches that tools write as a side effect; never a proposer's change.
 TOOL_CACHES = (
@@ -55,6 +56,14 @@ GIT_CONFIG = (
     "gc.auto=0",
     "advice.detachedHead=false",
 )
+
+# For a command on a few named paths: threads that stat the whole index ahead of it cost
+# more than they save.
+NO_PRELOAD = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "core.preloadIndex",
+    "GIT_CONFIG_VALUE_0": "false",
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,11 @@ class Scan:
     deleted: list[str] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+
+
+def under(rel: str, paths: list[str]) -> bool:
+    """Whether `rel` is one of `paths` or lies in a folder among them."""
+    return any(rel == p or rel.startswith(f"{p}/") for p in paths)
 
 
 def _nul_join(paths: list[str]) -> bytes:
@@ -126,6 +140,10 @@ class Workspace:
         self._submodules: list[tuple[str, str]] = []
         self._clones: dict[str, Path] = {}
         self._private_head: str | None = None
+        # Marks on the files while a sealed proposer works: its changes, named by the kernel.
+        self._watch: FolderWatch | None = None
+        # Whether the files are exactly HEAD's commit (what the marks' account starts from).
+        self._at_head = False
 
     @property
     def git(self) -> Git:
@@ -160,6 +178,7 @@ class Workspace:
 
         Returns warnings for the user: a submodule that could not be checked out."""
         refuse_links(self.root, self.state_dir)
+        self._close_watch()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for name in ENGINE_FOLDERS:
             if (self.state_dir / name).is_symlink():
@@ -180,6 +199,7 @@ class Workspace:
         self.link_shares()
         warnings = self.init_submodules()
         self._private_git(start)
+        self._at_head = True
         return warnings
 
     def _exclude(self) -> bytes:
@@ -199,6 +219,8 @@ class Workspace:
             return False
         if self.branch_commit() != start or (self.path / ".gitmodules").exists():
             return False
+        self._close_watch()
+        self._at_head = False
         if _read_small(self.gitdir / "HEAD") != f"{start}\n".encode():
             return False
         for name in ENGINE_FOLDERS:
@@ -439,6 +461,7 @@ class Workspace:
         """Drop everything in the workspace that is not in HEAD's commit; the proposer's
         `.git` is made afresh."""
         self.check()
+        self._close_watch()
         git = self.git
         head = self._head()
         git.run("read-tree", "--reset", "-u", head)
@@ -452,9 +475,11 @@ class Workspace:
             if path in self._clones and recorded and _has_commit(self._clones[path], recorded):
                 self._fill_submodule(path, recorded)
         self._private_git(head)
+        self._at_head = True
 
-    def scan(self) -> Scan:
-        """One `git status` pass: every path that differs from HEAD."""
+    def scan(self, paths: list[str] | None = None) -> Scan:
+        """One `git status` pass: every path that differs from HEAD (among `paths`, and in
+        the folders among them, when given)."""
         raw = self.git.run_bytes(
             "status",
             "--porcelain=v2",
@@ -463,9 +488,10 @@ class Workspace:
             "-uall",
             "--ignored=matching",
             "--ignore-submodules=all",
+            *(["--", *paths] if paths is not None else []),
             # The engine's own index may be refreshed: files checked out in the second the
             # index was written would otherwise be hashed again by every scan.
-            extra_env={"GIT_OPTIONAL_LOCKS": "1"},
+            extra_env={"GIT_OPTIONAL_LOCKS": "1", **(NO_PRELOAD if paths is not None else {})},
         )
         self._remember_index()
         scan = Scan()
@@ -508,7 +534,10 @@ class Workspace:
         moved = self._agent_moved()
         git = self.git
         self._trust_index(incumbent)
-        scan = self.scan()
+        touched = self._touched()
+        if touched == []:
+            return Candidate(tree=incumbent_tree, head_moved=moved)
+        scan = self.scan(touched)
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
             return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
@@ -525,6 +554,7 @@ class Workspace:
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
             input=_nul_join(dirty),
+            extra_env=NO_PRELOAD,
         )
         tree = git.run("write-tree").strip()
         self._remember_index()  # write-tree stores its cache-tree in the index
@@ -544,6 +574,51 @@ class Workspace:
             items = _split_nul(out)
             changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
         return Candidate(tree=tree, changes=changes, ignored=scan.ignored, head_moved=moved)
+
+    # -- the kernel's account of the proposer's work -------------------------------------
+
+    def watch(self, sealed: bool) -> None:
+        """The proposer is about to work. When it is `sealed` (its commands die with all
+        they start, or it writes only through the engine's own code) the workspace's files
+        carry marks from now on, and `collect` reads only what they report; otherwise git
+        reads the whole workspace."""
+        if not sealed or self._submodules or not self._at_head:
+            self._close_watch()
+            return
+        if self._watch is not None:
+            self._watch.settle()
+            return
+        files = [p for p in self.git.run("ls-files", "-z").split("\0") if p]
+        files = [p for p in files if not under(p, self.share)]
+        dirs = sorted({str(d) for f in files for d in Path(f).parents if str(d) != "."})
+        self._watch = FolderWatch.open(self.path, files, dirs)
+
+    def _touched(self) -> list[str] | None:
+        """What the proposer touched, the proposer's own `.git` aside; None: not known."""
+        if self._watch is None:
+            return None
+        touched = self._watch.changes()
+        if touched is None:
+            return None
+        paths = sorted(p for p in touched if p and p != ".git" and not p.startswith(".git/"))
+        # `git status` takes paths only as arguments: past a few hundred, it reads it all.
+        return paths if len(paths) <= 256 else None
+
+    def _remark(self, paths: list[str]) -> None:
+        """Paths the engine wrote (new files, or a candidate's files now tracked) carry
+        marks again, their folders too."""
+        if self._watch is None:
+            return
+        for rel in paths:
+            parents = [str(d) for d in Path(rel).parents if str(d) != "."]
+            for folder in reversed(parents):
+                self._watch.add(folder, directory=True)
+            self._watch.add(rel)
+
+    def _close_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
         """Put index and files back to the incumbent for the paths the candidate changed."""
@@ -613,6 +688,8 @@ class Workspace:
                 self.drop_paths(candidate.ignored)
                 self.link_shares()
                 self._private_git(incumbent)
+                self._remark(candidate.paths)
+                self._at_head = True
                 return None
             except GitError as exc:
                 problem = str(exc)
@@ -624,6 +701,8 @@ class Workspace:
         """Make index and files `commit`'s tree while HEAD stays on the incumbent: the
         next `collect` finds it as the candidate."""
         self.check()
+        self._close_watch()
+        self._at_head = False
         self.git.run("read-tree", "-u", "--reset", commit)
         self._remember_index()
 

@@ -1,0 +1,386 @@
+"""The measurement folder moved path by path on the kernel's word: every way a run can leave
+something behind is tried, and the folder must then hold exactly the next commit's files,
+byte for byte, mode for mode, as git itself would write them."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from autoresearch.measure_tree import MeasureTree
+from autoresearch.testing.repo import git, make_repo
+from autoresearch.watch import FolderWatch
+from autoresearch.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(
+    FolderWatch.open(Path("/"), [], []) is None, reason="no inotify on this system"
+)
+
+FILES = {
+    "calc.py": "N = 10\n",
+    "helper.py": "OFFSET = 0\n",
+    "lib/a.py": "A = 1\n",
+    "lib/deep/b.py": "B = 2\n",
+    "lib/deep/c.txt": "c\n",
+    "docs/readme.md": "read me\n",
+    "run.sh": "#!/bin/sh\necho run\n",
+}
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message, "--allow-empty")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def commits(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A repository with commits that differ in every way a tree can: edits, an executable
+    bit, a link, a file that becomes a folder and back, a folder that goes."""
+    repo = make_repo(tmp_path / "repo", FILES)
+    (repo / "run.sh").chmod(0o755)
+    os.symlink("lib/a.py", repo / "alias.py")
+    first = commit(repo, "exec bit and a link")
+    (repo / "calc.py").write_text("N = 4\n")
+    (repo / "helper.py").unlink()
+    (repo / "helper.py").mkdir()
+    (repo / "helper.py" / "inner.py").write_text("inner\n")
+    shutil.rmtree(repo / "docs")
+    (repo / "run.sh").chmod(0o644)
+    (repo / "alias.py").unlink()
+    os.symlink("calc.py", repo / "alias.py")
+    (repo / "new" / "folder").mkdir(parents=True)
+    (repo / "new" / "folder" / "x.py").write_text("x\n")
+    second = commit(repo, "a file becomes a folder, a folder goes")
+    shutil.rmtree(repo / "helper.py")
+    (repo / "helper.py").write_text("OFFSET = 1\n")
+    (repo / "lib" / "deep" / "c.txt").write_text("c changed\n")
+    third = commit(repo, "and back")
+    return repo, [first, second, third]
+
+
+def expected(repo: Path, commit: str) -> dict[str, object]:
+    """What git writes for `commit`, checked out afresh in a folder of its own."""
+    out = repo.parent / f"expected-{commit[:8]}"
+    if not out.exists():
+        out.mkdir()
+        env = {**os.environ, "GIT_INDEX_FILE": str(out.parent / f"index-{commit[:8]}")}
+        subprocess.run(
+            ["git", f"--work-tree={out}", "read-tree", "--reset", "-u", commit],
+            cwd=repo,
+            env=env,
+            check=True,
+        )
+    return listing(out)
+
+
+def listing(folder: Path) -> dict[str, object]:
+    """A folder byte for byte: each path's kind, permission bits and content."""
+    seen: dict[str, object] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(folder))
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                seen[rel] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(st.st_mode):
+                seen[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            elif stat.S_ISREG(st.st_mode):
+                seen[rel] = ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
+            else:
+                seen[rel] = ("other", stat.S_IFMT(st.st_mode))
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+    return seen
+
+
+def tree_of(repo: Path) -> MeasureTree:
+    state = repo / ".autoresearch" / "toy"
+    state.mkdir(parents=True)
+    (state / "exclude").write_text("")
+    return MeasureTree(repo, state / "measure", [], state / "exclude", sealed=lambda: True)
+
+
+# Everything a run may do to the folder; each leaves it differing from the commit.
+def hard_link_elsewhere(folder: Path) -> None:
+    os.mkdir(folder / "made")
+    os.link(folder / "helper.py", folder / "made" / "h")
+    (folder / "made" / "h").write_text("OFFSET = -20\n")  # the same inode as helper.py
+    shutil.rmtree(folder / "made")
+
+
+def mapped_write(folder: Path) -> None:
+    handle = open(folder / "lib" / "a.py", "r+b")  # noqa: SIM115 - left open on purpose
+    view = mmap.mmap(handle.fileno(), 0)
+    view[:] = b"A = 9\n"
+    view.flush()
+    del view
+    handle.close()
+
+
+def same_size_and_mtime(folder: Path) -> None:
+    target = folder / "lib" / "deep" / "b.py"
+    st = os.stat(target)
+    target.write_text("B = 7\n")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def folder_moved_and_forged(folder: Path) -> None:
+    os.rename(folder / "lib" / "deep", folder / "lib" / "gone")
+    (folder / "lib" / "deep").mkdir()
+    (folder / "lib" / "deep" / "b.py").write_text("B = -1\n")
+
+
+def folder_replaced_by_a_link(folder: Path) -> None:
+    (folder / "stash").mkdir()
+    (folder / "stash" / "a.py").write_text("A = -5\n")
+    shutil.rmtree(folder / "lib")
+    os.symlink("stash", folder / "lib")
+
+
+def modes_changed(folder: Path) -> None:
+    (folder / "calc.py").chmod(0o755)
+    (folder / "lib").chmod(0o700)
+    (folder / "run.sh").chmod(0o600)
+
+
+def leftovers(folder: Path) -> None:
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "calc.pyc").write_bytes(b"\0pyc")
+    (folder / "lib" / "cache.json").write_text("{}")
+    os.mkfifo(folder / "lib" / "deep" / "pipe")
+    (folder / "docs").exists() and shutil.rmtree(folder / "docs")
+
+
+def file_becomes_folder(folder: Path) -> None:
+    (folder / "calc.py").unlink(missing_ok=True)
+    (folder / "calc.py").mkdir()
+    (folder / "calc.py" / "x").write_text("x")
+
+
+def link_swapped(folder: Path) -> None:
+    if os.path.lexists(folder / "alias.py"):
+        os.unlink(folder / "alias.py")
+    os.symlink("/etc/passwd", folder / "alias.py")
+
+
+def overflowing(folder: Path) -> None:
+    # More events than the kernel queues: the watch cannot vouch, git compares instead.
+    # (The modes end as they began: git's own pass does not put back a mode it does not
+    # record, such as a file made unreadable; the path-by-path one does.)
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    # Two names in turn: the kernel merges an event into an identical one just before it.
+    a, b = folder / "lib" / "a.py", folder / "run.sh"
+    for _ in range(limit // 2 + 10):
+        for path in (a, b):
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
+            path.chmod(mode ^ 0o040)
+            path.chmod(mode)
+    a.write_text("A = 0 # cached\n")
+
+
+RUNS: list[Callable[[Path], None]] = [
+    hard_link_elsewhere,
+    mapped_write,
+    same_size_and_mtime,
+    folder_moved_and_forged,
+    folder_replaced_by_a_link,
+    modes_changed,
+    leftovers,
+    file_becomes_folder,
+    link_swapped,
+    overflowing,
+]
+
+
+def attempt(run: Callable[[Path], None], folder: Path) -> None:
+    try:
+        run(folder)
+    except OSError:
+        pass  # a run whose attack the commit's shape did not allow leaves what it did
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.__name__ for r in RUNS])
+def test_after_any_run_the_folder_is_exactly_the_next_commit(
+    commits: tuple[Path, list[str]], run: Callable[[Path], None]
+) -> None:
+    repo, shas = commits
+    tree = tree_of(repo)
+    # Every commit after every other, the run in between: the same one and the next.
+    order = [shas[0], shas[0], shas[1], shas[2], shas[0], shas[2], shas[1], shas[1]]
+    for sha in order:
+        tree.show(sha)
+        assert listing(tree.path) == expected(repo, sha), sha
+        attempt(run, tree.path)
+        tree.settle()
+    tree.discard()
+    assert listing(tree.path) == expected(repo, order[-1])
+
+
+def test_path_by_path_unless_the_kernel_cannot_vouch(commits: tuple[Path, list[str]]) -> None:
+    repo, shas = commits
+    tree = tree_of(repo)
+    tree.show(shas[0])
+    whole = tree.passes["whole"]
+    for sha in (shas[1], shas[2], shas[0]):
+        leftovers(tree.path)
+        tree.settle()
+        tree.show(sha)
+    assert tree.passes["whole"] == whole  # no pass over the whole folder
+    assert tree.passes["paths"] == 3
+    overflowing(tree.path)
+    tree.settle()
+    tree.show(shas[1])
+    assert tree.passes["whole"] == whole + 1
+    assert listing(tree.path) == expected(repo, shas[1])
+
+
+def test_an_unsealed_run_is_compared_by_git(commits: tuple[Path, list[str]]) -> None:
+    repo, shas = commits
+    tree = tree_of(repo)
+    tree.sealed = lambda: False  # a process may outlive the run: the kernel's word is not enough
+    tree.show(shas[0])
+    hard_link_elsewhere(tree.path)
+    tree.settle()
+    tree.show(shas[2])
+    assert tree.passes["paths"] == 0
+    assert listing(tree.path) == expected(repo, shas[2])
+
+
+def test_a_new_engine_takes_over_a_folder_moved_path_by_path(
+    commits: tuple[Path, list[str]],
+) -> None:
+    # A `step` is a process of its own: the files written path by path are not in the
+    # index the next engine finds, which must not trust it for them.
+    repo, shas = commits
+    tree = tree_of(repo)
+    tree.show(shas[0])
+    tree.settle()
+    tree.show(shas[2])  # helper.py, c.txt written path by path
+    (tree.path / "helper.py").write_text("OFFSET = -20\n")  # a run no engine saw
+    (tree.path / "lib" / "deep" / "c.txt").write_text("c changed\n")
+    later = MeasureTree(repo, tree.path, [], tree.exclude_file, sealed=lambda: True)
+    later.show(shas[2])
+    assert listing(later.path) == expected(repo, shas[2])
+
+
+def test_the_watch_names_what_changed_by_any_name(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("f")
+    (tmp_path / "g").write_text("g")
+    watch = FolderWatch.open(tmp_path, ["d/f", "g"], ["d"])
+    assert watch is not None
+    assert watch.changes() == set()
+    os.link(tmp_path / "d" / "f", tmp_path / "link")
+    (tmp_path / "link").write_text("changed")
+    os.unlink(tmp_path / "link")
+    (tmp_path / "new" / "deeper").mkdir(parents=True)
+    (tmp_path / "new" / "deeper" / "x").write_text("x")
+    changed = watch.changes()
+    assert changed is not None and {"d/f", "link", "new"} <= changed
+    assert "g" not in changed
+    watch.settle()
+    assert watch.changes() == set()
+    watch.close()
+    assert watch.changes() is None
+
+
+# -- the proposer's workspace: what it changed, read from the marks alone ---------------------
+
+
+def full_read(workspace: Workspace) -> str:
+    """The tree git finds in the workspace when it reads every file (a fresh index)."""
+    index = workspace.state_dir / "oracle-index"
+    index.unlink(missing_ok=True)
+    env = {"GIT_INDEX_FILE": str(index)}
+    git_ = workspace.git
+    git_.run("read-tree", "HEAD", extra_env=env)
+    git_.run("add", "-A", extra_env=env)
+    return git_.run("write-tree", extra_env=env).strip()
+
+
+def edit_in_place(ws: Path) -> None:
+    (ws / "calc.py").write_text("N = 5\n")
+
+
+def new_nested_folder(ws: Path) -> None:
+    (ws / "pkg" / "sub").mkdir(parents=True, exist_ok=True)
+    (ws / "pkg" / "sub" / "m.py").write_text("M = 1\n")
+    (ws / "pkg" / "__init__.py").write_text("")
+
+
+def edit_in_the_kept_folder(ws: Path) -> None:
+    # pkg/ came with a kept candidate: its files must be watched as the commit's own.
+    (ws / "pkg" / "sub" / "m.py").write_text("M = 2\n")
+
+
+def link_write_to_a_kept_file(ws: Path) -> None:
+    os.link(ws / "pkg" / "sub" / "m.py", ws / "alias")
+    (ws / "alias").write_text("M = 3\n")
+    os.unlink(ws / "alias")
+
+
+def delete_rename_and_mode(ws: Path) -> None:
+    (ws / "docs" / "readme.md").unlink()
+    os.rename(ws / "lib" / "a.py", ws / "lib" / "renamed.py")
+    (ws / "run.sh").chmod(0o644)
+
+
+def file_to_link_and_folder_swap(ws: Path) -> None:
+    (ws / "helper.py").unlink()
+    os.symlink("calc.py", ws / "helper.py")
+    os.rename(ws / "lib" / "deep", ws / "lib" / "deeper")
+
+
+def hard_link_in_place(ws: Path) -> None:
+    (ws / "made").mkdir()
+    os.link(ws / "lib" / "deep" / "c.txt", ws / "made" / "c")
+    (ws / "made" / "c").write_text("through a link\n")
+    shutil.rmtree(ws / "made")
+
+
+def nothing(ws: Path) -> None:
+    pass
+
+
+EDITS = [
+    (edit_in_place, True),
+    (new_nested_folder, True),
+    (edit_in_the_kept_folder, False),
+    (link_write_to_a_kept_file, True),
+    (hard_link_in_place, False),
+    (delete_rename_and_mode, False),
+    (file_to_link_and_folder_swap, True),
+    (nothing, False),
+]
+
+
+def test_the_watched_workspace_finds_what_reading_it_all_finds(
+    commits: tuple[Path, list[str]],
+) -> None:
+    repo, shas = commits
+    state = repo / ".autoresearch" / "toy"
+    workspace = Workspace(repo, "toy", state, [])
+    workspace.ensure(shas[0])
+    incumbent = shas[0]
+    for edit, keep in EDITS:
+        workspace.watch(sealed=True)
+        edit(workspace.path)
+        tree = workspace.tree_of(incumbent)
+        candidate = workspace.collect(incumbent, tree, admit=lambda _: True)
+        assert candidate.tree == full_read(workspace), edit.__name__
+        assert (candidate.tree != tree) == (edit is not nothing), edit.__name__
+        if keep:
+            commit = workspace.commit(candidate, incumbent, edit.__name__, 1)
+            workspace.advance(commit, incumbent)
+            incumbent = commit
+        workspace.roll_back(candidate, incumbent, kept=keep, fast=True)
+        assert full_read(workspace) == workspace.tree_of(incumbent), edit.__name__
+    assert workspace._watch is not None  # the marks were used, not a full read each time
