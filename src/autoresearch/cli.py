@@ -805,6 +805,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                     },
                     "decision": report.decision,
                     "isolation": report.isolation,
+                    "abstract_sockets": report.sockets,
                     "limits": report.limits,
                 },
                 indent=2,
@@ -822,6 +823,8 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
             console.print(f"[red]proposer cannot work:[/] {escape(proposer.problem)}")
     console.print(f"decision: {escape(report.decision)}")
     console.print(f"isolation: {escape(report.isolation)}")
+    if report.sockets:
+        console.print(f"abstract unix sockets: {escape(report.sockets)}")
     console.print(f"limits: {escape(report.limits)}")
     if report.harness:
         console.print("harness: " + escape(", ".join(report.harness)))

@@ -102,6 +102,7 @@ class Confined:
     env: dict[str, str]
     wrap: Callable[[list[str]], list[str]] | None
     description_file: Path
+    child_setup: Callable[[], None] | None = None  # the sandbox's step before exec
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ class Confinement:
         def wrap(argv: list[str]) -> list[str]:
             return sandbox.command(argv, boundary)
 
-        return Confined(sandbox.environment(boundary), wrap, description)
+        return Confined(sandbox.environment(boundary), wrap, description, sandbox.child_setup())
 
 
 def confinement_for(

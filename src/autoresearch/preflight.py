@@ -23,7 +23,7 @@ from autoresearch.process import Limits
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
 from autoresearch.robust import robust_sigma
-from autoresearch.sandbox import isolation_text, limits_text
+from autoresearch.sandbox import isolation_text, limits_text, sockets_text
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
 # What `check` says before it knows: `run_check` replaces it with the isolation in force
@@ -53,6 +53,7 @@ class CheckReport:
     proposer: ProposerCheck | None = None
     decision: str = ""
     isolation: str = ISOLATION
+    sockets: str = ""  # the host's abstract unix sockets, as the sandbox leaves them
     limits: str = ""
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
@@ -171,6 +172,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)
+        report.sockets = sockets_text(cfg.sandbox.isolation)
         report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"

@@ -251,6 +251,19 @@ class ChildRecord:
         return written - 10.0 <= started <= written + 0.5
 
 
+def _both(
+    first: Callable[[], None] | None, second: Callable[[], None] | None
+) -> Callable[[], None] | None:
+    if first is None or second is None:
+        return first or second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
+
+
 def run_command(
     command: str,
     *,
@@ -263,12 +276,14 @@ def run_command(
     limits: Limits | None = None,
     child: ChildRecord | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
+    child_setup: Callable[[], None] | None = None,
 ) -> CommandResult:
     """Run `command` with bash in its own process group; never leave processes behind.
 
     `child`, when given, holds the group's id while the command runs. `wrap` turns the
     command line into one that runs inside a sandbox (which then also keeps the network
-    out when `limits.network` is false).
+    out when `limits.network` is false); `child_setup` is the sandbox's own step in the
+    child before exec.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     limits = limits or Limits()
@@ -276,7 +291,7 @@ def run_command(
     argv = wrap(["bash", "-c", command]) if wrap is not None else limits.argv(command)
     proc = subprocess.Popen(
         argv,
-        preexec_fn=limits.preexec(),
+        preexec_fn=_both(limits.preexec(), child_setup),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,

@@ -16,12 +16,13 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from autoresearch import landlock
 from autoresearch.errors import ConfigError
 
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
@@ -101,6 +102,10 @@ class Sandbox(Protocol):
         """The environment to start that command line with."""
         ...
 
+    def child_setup(self) -> Callable[[], None] | None:
+        """What the child runs between fork and exec (None: nothing)."""
+        ...
+
 
 class NoSandbox:
     """Runs commands as they are: nothing below is enforced (see `unprotected`)."""
@@ -112,6 +117,9 @@ class NoSandbox:
 
     def environment(self, boundary: Boundary) -> dict[str, str]:
         return dict(boundary.env)
+
+    def child_setup(self) -> Callable[[], None] | None:
+        return None
 
 
 class Bwrap:
@@ -169,6 +177,15 @@ class Bwrap:
     def environment(self, boundary: Boundary) -> dict[str, str]:
         return {**boundary.env, "TMPDIR": str(boundary.tmpdir)}
 
+    def child_setup(self) -> Callable[[], None] | None:
+        """A Landlock scope around bubblewrap where the kernel has one: the host's abstract
+        unix sockets, which share the network namespace, are out of reach."""
+        return landlock.child_setup(_probe(self.executable))
+
+
+def _probe(executable: str) -> list[str]:
+    return Bwrap(executable).command(["true"], Boundary(Path("/"), Path("/tmp"), network=False))
+
 
 UNIX_SOCKETS = Path("/proc/net/unix")
 
@@ -213,7 +230,7 @@ def bwrap_problem(executable: str = "bwrap") -> str | None:
     found = shutil.which(executable)
     if found is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    probe = Bwrap(found).command(["true"], Boundary(Path("/"), Path("/tmp"), network=False))
+    probe = _probe(found)
     try:
         proc = subprocess.run(probe, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -303,6 +320,18 @@ def isolation_text(isolation: str) -> str:
     if problem is None:
         return "bwrap"
     return f"none ({problem})"
+
+
+def sockets_text(isolation: str) -> str:
+    """What `check` says of the host's abstract unix sockets (an X server's, some buses'),
+    which no mount covers: out of reach inside a Landlock scope, otherwise reachable
+    whenever the network is on (always for a proposer)."""
+    if isolation == "none" or bwrap_problem() is not None:
+        return "reachable with the network on (no sandbox)"
+    scope = landlock.scoping_problem(tuple(_probe("bwrap")))
+    if scope is None:
+        return "out of reach (Landlock scope around bubblewrap)"
+    return f"reachable with the network on, always for a proposer ({scope})"
 
 
 def interpreter_dirs(path_env: str, root: Path) -> tuple[Path, ...]:

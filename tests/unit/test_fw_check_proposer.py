@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch.sandbox import bwrap_problem
+from autoresearch.sandbox import Bwrap, bwrap_problem
 from autoresearch.testing.fake_openai import FakeOpenAI, serve
 from campaigns import campaign_toml
 from conftest import Runner, make_repo
@@ -56,6 +56,10 @@ def test_a_committed_script_and_the_rule_and_isolation_are_shown(
     assert data["proposer"]["ok"] is True and data["proposer"]["kind"] == "command"
     assert data["decision"].startswith("sequential") and data["isolation"] == expected
     assert data["limits"].startswith("none") and "limits: none" in result.stdout
+    # The host's abstract unix sockets: out of reach only inside a Landlock scope.
+    scoped = bwrap_problem() is None and Bwrap().child_setup() is not None
+    assert data["abstract_sockets"].startswith("out of reach" if scoped else "reachable")
+    assert f"abstract unix sockets: {data['abstract_sockets']}" in result.stdout
 
 
 def test_check_says_limits_hold_per_process(tmp_path: Path, invoke: Runner) -> None:

@@ -77,11 +77,12 @@ class LocalExecutor(Executor):
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement:
-        wrap = None
+        wrap = child_setup = None
         if not isinstance(self.sandbox, NoSandbox) and self.setup is not None:
             boundary = measurement_boundary(self.setup, workspace, env, spec.limits.network)
             sandbox = self.sandbox
             env = sandbox.environment(boundary)
+            child_setup = sandbox.child_setup()
 
             def wrap(argv: list[str]) -> list[str]:
                 return sandbox.command(argv, boundary)
@@ -96,6 +97,7 @@ class LocalExecutor(Executor):
             limits=spec.limits,
             child=self.child,
             wrap=wrap,
+            child_setup=child_setup,
         )
         if result.timed_out:
             return Measurement(

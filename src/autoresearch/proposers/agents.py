@@ -357,6 +357,7 @@ class AgentProposer:
             stderr_path=stem.with_suffix(".err"),
             child=self.child,
             wrap=confined.wrap,
+            child_setup=confined.child_setup,
         )
         stdout, stderr = result.stdout_text(), _text(result.stderr_path)
         usage = self.preset.parse(stdout)

@@ -151,6 +151,7 @@ class CommandProposer:
             stderr_path=ctx.log_dir / f"{stem}.err",
             child=self.child,
             wrap=confined.wrap,
+            child_setup=confined.child_setup,
         )
         description = ""
         if regular_file(description_file):  # never a link, read to a bound
