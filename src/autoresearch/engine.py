@@ -538,7 +538,9 @@ class Engine:
     def _record(self, steps: Steps, before: Incumbent) -> AttemptRecord:
         """Log the attempt (fsynced) and tell the proposer how it went."""
         record = self._log(attempt_record(steps, before, self.incumbent, self.clock()))
-        self.state.update(in_flight=None)
+        # Not fsynced: the ledger already holds the attempt, and a resume ignores an
+        # in-flight number it has a record for.
+        self.state.update(durable=False, in_flight=None)
         if steps.collected is not None and record.commit is not None:
             self.trees.add(record, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None

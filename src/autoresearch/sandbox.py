@@ -334,6 +334,7 @@ def sockets_text(isolation: str) -> str:
     return f"reachable with the network on, always for a proposer ({scope})"
 
 
+@lru_cache(maxsize=16)
 def interpreter_dirs(path_env: str, root: Path) -> tuple[Path, ...]:
     """Folders of the user's checkout that PATH runs programs from (a `.venv` inside the
     repository, say): shown read-only, so that `python` still starts when the checkout is
