@@ -239,7 +239,13 @@ class Engine:
         best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
         self.evaluator = Evaluator(
-            self.campaign, self.workspace, self.executor, self.fingerprint, self.logs, self.phase
+            self.campaign,
+            self.workspace,
+            self.executor,
+            self.fingerprint,
+            self.logs,
+            self.phase,
+            others_sealed=self._proposer_sealed,
         )
         self.evaluator.load(self.records)
         self.trees = TreeIndex(git_trees(self.workspace.git))
@@ -423,6 +429,15 @@ class Engine:
             self.workspace.load_tree(self.rework.commit)
         return record
 
+    def _proposer_sealed(self) -> bool:
+        """Whether nothing the proposer starts outlives it: its commands sealed by
+        bubblewrap, or its writes the engine's own code (an agent that drives works on its
+        own, outside). Only then may the kernel's account of a folder stand for it."""
+        return not self._edits_in_place() and (
+            not getattr(self.proposer, "runs_commands", True)
+            or getattr(self.proposer, "confined", False)
+        )
+
     def _edits_in_place(self) -> bool:
         """The agent-driven mode: the proposal is the edit found in the workspace."""
         return callable(getattr(self.proposer, "reopen_workspace", None))
@@ -452,13 +467,7 @@ class Engine:
             and not getattr(self.proposer, "confined", False)
         )
         watch = CheckoutWatch(self.campaign.root, list(self.cfg.share), watched)
-        # The kernel may name what the proposer changes only when nothing it starts outlives
-        # it: its commands sealed by bubblewrap, or its writes the engine's own code.
-        sealed = not self._edits_in_place() and (
-            not getattr(self.proposer, "runs_commands", True)
-            or getattr(self.proposer, "confined", False)
-        )
-        self.workspace.watch(sealed)
+        self.workspace.watch(self._proposer_sealed())
         began = self.clock()
         proposal = ask(self.proposer, ctx, self.logs / f"{iteration:04d}-proposer-error.txt")
         return proposal, self.clock() - began, watch

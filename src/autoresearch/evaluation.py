@@ -104,6 +104,7 @@ class Evaluator:
         phase: Phase,
         *,
         tree: Tree | None = None,
+        others_sealed: Callable[[], bool] = lambda: True,
     ) -> None:
         cfg = campaign.config
         self.campaign = campaign
@@ -119,7 +120,9 @@ class Evaluator:
             list(cfg.share),
             workspace.exclude_file,
             workspace.submodule_gitdirs,
-            sealed=lambda: executor.isolation == "bwrap",
+            # Path by path only while nothing that could reach the folder outlives its run:
+            # the runs here in bubblewrap, and `others_sealed` (the proposer) says the same.
+            sealed=lambda: executor.isolation == "bwrap" and others_sealed(),
         )
         self.executor = executor
         self.fingerprint = fingerprint

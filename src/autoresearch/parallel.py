@@ -265,6 +265,7 @@ class Slot:
             engine.fingerprint,
             engine.logs,
             self.phase,
+            others_sealed=engine._proposer_sealed,
         )
         evaluator.book = self.loop.book
         evaluator.extra_env = self.loop.env_for(self.index)
