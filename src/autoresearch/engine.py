@@ -288,6 +288,7 @@ class Engine:
                 self.state.update(holdout=final)
         if evaluator is not None:
             evaluator.discard()
+        self.workspace.close_watch()
         self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(

@@ -249,6 +249,7 @@ class MeasureTree:
         else gone."""
         if self.current is not None and self._dirty:
             self.show(self.current)
+        self._close_watch()  # marks are a kernel resource: none held while nothing runs
 
     def _clean(self) -> None:
         args = ["clean", "-ffdxq"]

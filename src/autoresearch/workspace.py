@@ -178,7 +178,7 @@ class Workspace:
 
         Returns warnings for the user: a submodule that could not be checked out."""
         refuse_links(self.root, self.state_dir)
-        self._close_watch()
+        self.close_watch()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         for name in ENGINE_FOLDERS:
             if (self.state_dir / name).is_symlink():
@@ -219,7 +219,7 @@ class Workspace:
             return False
         if self.branch_commit() != start or (self.path / ".gitmodules").exists():
             return False
-        self._close_watch()
+        self.close_watch()
         self._at_head = False
         if _read_small(self.gitdir / "HEAD") != f"{start}\n".encode():
             return False
@@ -461,7 +461,7 @@ class Workspace:
         """Drop everything in the workspace that is not in HEAD's commit; the proposer's
         `.git` is made afresh."""
         self.check()
-        self._close_watch()
+        self.close_watch()
         git = self.git
         head = self._head()
         git.run("read-tree", "--reset", "-u", head)
@@ -583,7 +583,7 @@ class Workspace:
         carry marks from now on, and `collect` reads only what they report; otherwise git
         reads the whole workspace."""
         if not sealed or self._submodules or not self._at_head:
-            self._close_watch()
+            self.close_watch()
             return
         if self._watch is not None:
             self._watch.settle()
@@ -615,7 +615,7 @@ class Workspace:
                 self._watch.add(folder, directory=True)
             self._watch.add(rel)
 
-    def _close_watch(self) -> None:
+    def close_watch(self) -> None:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
@@ -701,7 +701,7 @@ class Workspace:
         """Make index and files `commit`'s tree while HEAD stays on the incumbent: the
         next `collect` finds it as the candidate."""
         self.check()
-        self._close_watch()
+        self.close_watch()
         self._at_head = False
         self.git.run("read-tree", "-u", "--reset", commit)
         self._remember_index()
