@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.errors import GitError
-from autoresearch.owned import remove
+from autoresearch.owned import real_dir, remove
 from autoresearch.watch import FolderWatch
 
 Run = Callable[..., bytes]  # runs git with the folder's git directory: args -> stdout
@@ -36,6 +36,16 @@ def _umask() -> int:
 
 UMASK = _umask()
 DIR_MODE = 0o777 & ~UMASK  # what git (and mkdir) gives a folder it makes
+
+
+def reset_folder(path: Path) -> None:
+    """A folder kept as it is gets back what git would give a new one: its mode, no
+    extended attribute (no ACL, whose default would pass to the files written next), and
+    the time of now, so that nothing a run set on it can carry a number."""
+    os.chmod(path, DIR_MODE, follow_symlinks=False)
+    for name in os.listxattr(path, follow_symlinks=False):
+        os.removexattr(path, name, follow_symlinks=False)
+    os.utime(path, follow_symlinks=False)
 
 
 def differences(run: Run, old: str, new: str) -> dict[str, Entry | None]:
@@ -102,6 +112,13 @@ def blobs(run: Run, oids: Iterable[str]) -> dict[str, bytes]:
     return out
 
 
+def _is_empty_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and not os.listdir(path)
+    except OSError:
+        return False
+
+
 def _parents_real(root: Path, rel: str) -> bool:
     """Whether every folder on the way to `rel` is a real folder (no link to follow)."""
     current = root
@@ -139,23 +156,33 @@ def apply(
     write: dict[str, Entry],
     content: dict[str, bytes],
     watch: FolderWatch | None,
+    held: Callable[[list[str]], set[str]] = lambda folders: set(),
 ) -> None:
     """Remove each path in `drop` and in `write` (whatever stands there), then write each
-    entry of `write`; folders left empty that no entry needs go, as git's would."""
-    gone: list[str] = []
-    for rel in sorted(set(drop) | set(write)):
+    entry of `write`; folders left empty go, as git's would, unless the commit holds
+    something there (`held` names which of the folders it is given it does: a
+    submodule's folder stays, empty)."""
+    dropped = sorted(set(drop) | set(write))
+    for rel in dropped:
         if _parents_real(root, rel) and os.path.lexists(root / rel):
             remove(root / rel)
-            gone.append(rel)
+    # A folder that held only dropped paths goes, whoever emptied it: the run, or the
+    # removal above. Deepest first, so that emptying one may empty its parent.
     needed = {str(parent) for p in write for parent in Path(p).parents}
-    for rel in gone:
-        parent = Path(rel).parent
-        while str(parent) != "." and str(parent) not in needed:
-            try:
-                os.rmdir(root / parent)
-            except OSError:
-                break  # not empty, or already gone
-            parent = parent.parent
+    empty = sorted(
+        {
+            str(parent)
+            for rel in dropped
+            for parent in Path(rel).parents
+            if str(parent) != "." and str(parent) not in needed
+        },
+        key=lambda p: -p.count("/"),
+    )
+    empty = [f for f in empty if _parents_real(root, f + "/x") and real_dir(root / f)]
+    kept = held(empty) if empty else set()
+    for folder in empty:
+        if folder not in kept and _is_empty_dir(root / folder):
+            os.rmdir(root / folder)
     for rel, entry in sorted(write.items()):
         path = _make_parents(root, rel, watch)
         if os.path.lexists(path):

@@ -19,6 +19,7 @@ index no longer describes them, so git is told to forget them before it next com
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Protocol
 from autoresearch import materialise
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import Git
-from autoresearch.owned import OwnedDir, append_own, real_dir, writable, write_file
+from autoresearch.owned import OwnedDir, append_own, real_dir, remove, writable, write_file
 from autoresearch.watch import FolderWatch
 from autoresearch.workspace import GIT_CONFIG, link_shares, under
 
@@ -164,15 +165,22 @@ class MeasureTree:
                 if rel and under(rel, self.share):
                     continue  # the share links are made again exactly, below
                 if watch.is_dir(rel) and watch.same(rel):
-                    os.chmod(self.path / rel, materialise.DIR_MODE)  # only its mode changed
+                    # The same folder, its own attributes changed (the root's included).
+                    materialise.reset_folder(self.path / rel)
                     continue
+                if not rel:
+                    return False  # the root itself cannot be put back path by path
                 drop.add(rel)
-            drop.discard("")
             looked_up = materialise.entries(run, commit, drop - set(write))
             write.update(looked_up)
             self._note_unindexed(sorted(write))
             content = materialise.blobs(run, (e.oid for e in write.values() if e.mode[:3] != "160"))
-            materialise.apply(self.path, drop, write, content, watch)
+
+            def held(folders: list[str]) -> set[str]:
+                found = materialise.entries(run, commit, folders)
+                return {f for f in folders if any(under(p, [f]) for p in found)}
+
+            materialise.apply(self.path, drop, write, content, watch, held)
         except (GitError, OSError, ValueError):
             return False
         self.passes["paths"] += 1
@@ -216,7 +224,8 @@ class MeasureTree:
             self._watch.settle()
             return
         files = [f for f in self.files() if not under(f, self.share)]
-        dirs = {str(p) for f in files for p in Path(f).parents if str(p) != "."}
+        # The share links' folders too: the engine makes them to hold a nested share's link.
+        dirs = {str(p) for f in [*files, *self.share] for p in Path(f).parents if str(p) != "."}
         self._watch = FolderWatch.open(self.path, files, sorted(dirs))
 
     def _close_watch(self) -> None:
@@ -231,6 +240,7 @@ class MeasureTree:
         self._close_watch()
         forgot = self._forget_unindexed()
         if self._dirty or forgot:
+            self._reset_folders()
             self._clean()
         # One pass both undoes what a run changed in tracked files and moves to `commit`: a
         # reset writes every file that differs from the new index.
@@ -250,6 +260,22 @@ class MeasureTree:
         if self.current is not None and self._dirty:
             self.show(self.current)
         self._close_watch()  # marks are a kernel resource: none held while nothing runs
+
+    def _reset_folders(self) -> None:
+        """Git never looks at a folder's own mode, attributes or times, nor inside a
+        gitlink's folder: what a run left there is undone before git writes any file."""
+        for folder, dirnames, _ in os.walk(self.path):
+            with contextlib.suppress(OSError):  # one the run made unreadable: clean takes it
+                materialise.reset_folder(Path(folder))
+            dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(folder, d))]
+        if self.current is None or self.submodules():
+            return
+        raw = self._run("ls-files", "-s", "-z")
+        for entry in raw.split("\0"):
+            meta, _, path = entry.partition("\t")
+            if meta.startswith("160000 ") and real_dir(self.path / path):
+                for child in os.listdir(self.path / path):
+                    remove(self.path / path / child)
 
     def _clean(self) -> None:
         args = ["clean", "-ffdxq"]
@@ -285,6 +311,14 @@ class MeasureTree:
                 "--reset",
                 "-u",
                 parts[2],
+                extra_env={"GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1"},
+            )
+            # What a run left in the submodule's folder goes too, as in the workspace.
+            git.run(
+                f"--git-dir={gitdirs[path]}",
+                f"--work-tree={target}",
+                "clean",
+                "-ffdxq",
                 extra_env={"GIT_INDEX_FILE": str(index), "GIT_CONFIG_NOSYSTEM": "1"},
             )
 

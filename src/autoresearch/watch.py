@@ -4,10 +4,16 @@ Reading a folder of 10,000 files to find the one a run changed costs a pass over
 file; the kernel can say it for nothing. Before a command starts, every directory and every
 tracked file of its folder carries an inotify mark. A write, a truncation, a mode or
 link-count change of a tracked file is reported on that file's own mark, whichever name the
-writer reached it by (a hard link made elsewhere in the folder, a file kept open, a shared
-mapping: that one when its file is released, at the latest when its process exits). A name
+writer reached it by (a hard link made elsewhere in the folder, a file kept open). A name
 made, removed or moved in a marked directory is reported on the directory's mark; what
 happens inside a directory the command made is covered by that directory's own name.
+
+Two writes send no event of their own: through a shared mapping, and native AIO. They are
+seen by their file's release (`IN_CLOSE_WRITE`), which a command can put off past its own
+end by leaving the open file in flight in a unix socket (only the kernel's collector frees
+it, later). So opens and closes are counted on each mark: a file or folder still open when
+the account is read counts as touched, and a folder as not the same one (a lock left on it
+in flight would carry a number to the next run).
 
 The answer holds only when nothing outlives the command: a command sealed in a PID
 namespace (bubblewrap's) is dead with all it started before the events are read, so none
@@ -29,6 +35,8 @@ from pathlib import Path
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
 IN_CLOSE_WRITE = 0x8
+IN_CLOSE_NOWRITE = 0x10
+IN_OPEN = 0x20
 IN_MOVED_FROM = 0x40
 IN_MOVED_TO = 0x80
 IN_CREATE = 0x100
@@ -45,6 +53,8 @@ CHANGES = (
     IN_MODIFY
     | IN_ATTRIB
     | IN_CLOSE_WRITE
+    | IN_CLOSE_NOWRITE
+    | IN_OPEN
     | IN_MOVED_FROM
     | IN_MOVED_TO
     | IN_CREATE
@@ -80,6 +90,9 @@ class FolderWatch:
         self._paths: dict[int, str] = {}  # mark -> the path it was placed on, "" the root
         self._marks: dict[str, int] = {}
         self._dirs: set[str] = {""}  # the paths marked as directories
+        # Opens minus closes reported on each mark itself: still open when read means the
+        # file may be written later (a mapping) or hold a lock (a file left in flight).
+        self._open: dict[int, int] = {}
         self._touched: set[str] = set()
         self._lost = False
 
@@ -118,6 +131,7 @@ class FolderWatch:
         old = self._marks.get(rel)
         if old is not None and old != wd:
             self._paths.pop(old, None)
+            self._open.pop(old, None)
         self._paths[wd] = rel
         self._marks[rel] = wd
         if directory:
@@ -130,15 +144,16 @@ class FolderWatch:
         """Every path that may differ since the last `settle` (a changed path's folder
         subtree included by its name), or None when that cannot be told."""
         self._drain()
-        if self._lost:
-            return None
-        return set(self._touched)
+        if self._lost or any(n < 0 for n in self._open.values()):
+            return None  # more closes than opens: an event was lost or merged
+        held = {self._paths[wd] for wd, n in self._open.items() if n > 0 and wd in self._paths}
+        return self._touched | held
 
     def same(self, rel: str) -> bool:
         """Whether the directory marked at `rel` is still the one at that path: a folder the
         command only changed the mode of, not one it moved away or put in its place."""
         wd = self._marks.get(rel)
-        if wd is None or self._fd < 0 or _LIBC is None:
+        if wd is None or self._fd < 0 or _LIBC is None or self._open.get(wd, 0) > 0:
             return False
         path = os.fsencode(self.root / rel)
         found = int(_LIBC.inotify_add_watch(self._fd, path, CHANGES | IN_DONT_FOLLOW))
@@ -190,6 +205,7 @@ class FolderWatch:
             if mask & IN_IGNORED:
                 # The inode is gone (or its mark replaced): its removal was reported by name.
                 rel = self._paths.pop(wd, None)
+                self._open.pop(wd, None)
                 if rel is not None and self._marks.get(rel) == wd:
                     del self._marks[rel]
                     self._dirs.discard(rel)
@@ -199,5 +215,11 @@ class FolderWatch:
             if base == "" and not raw and mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                 self._lost = True
                 continue
+            if mask & (IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) and not raw:
+                # Counted on the mark itself; its folder's mark reports the same by name.
+                step = 1 if mask & IN_OPEN else -1
+                self._open[wd] = self._open.get(wd, 0) + step
+            if mask & (IN_OPEN | IN_CLOSE_NOWRITE):
+                continue  # reading changes nothing
             name = os.fsdecode(raw)
             self._touched.add(f"{base}/{name}" if base and name else base or name)

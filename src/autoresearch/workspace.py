@@ -144,6 +144,7 @@ class Workspace:
         self._watch: FolderWatch | None = None
         # Whether the files are exactly HEAD's commit (what the marks' account starts from).
         self._at_head = False
+        self._touched_last: list[str] = []  # what the proposer touched, read by `collect`
 
     @property
     def git(self) -> Git:
@@ -590,7 +591,9 @@ class Workspace:
             return
         files = [p for p in self.git.run("ls-files", "-z").split("\0") if p]
         files = [p for p in files if not under(p, self.share)]
-        dirs = sorted({str(d) for f in files for d in Path(f).parents if str(d) != "."})
+        # The share links' folders too: a nested share's link is put in one of its own.
+        found = [*files, *self.share]
+        dirs = sorted({str(d) for f in found for d in Path(f).parents if str(d) != "."})
         self._watch = FolderWatch.open(self.path, files, dirs)
 
     def _touched(self) -> list[str] | None:
@@ -601,19 +604,29 @@ class Workspace:
         if touched is None:
             return None
         paths = sorted(p for p in touched if p and p != ".git" and not p.startswith(".git/"))
+        self._touched_last = paths
         # `git status` takes paths only as arguments: past a few hundred, it reads it all.
         return paths if len(paths) <= 256 else None
 
     def _remark(self, paths: list[str]) -> None:
         """Paths the engine wrote (new files, or a candidate's files now tracked) carry
-        marks again, their folders too."""
-        if self._watch is None:
+        marks again, their folders too; so does every folder the proposer made that is
+        still there (an empty one, or one emptied of ignored files, is in no candidate)."""
+        watch = self._watch
+        if watch is None:
             return
         for rel in paths:
             parents = [str(d) for d in Path(rel).parents if str(d) != "."]
             for folder in reversed(parents):
-                self._watch.add(folder, directory=True)
-            self._watch.add(rel)
+                watch.add(folder, directory=True)
+            watch.add(rel)
+        for rel in self._touched_last:
+            if not real_dir(self.path / rel):
+                continue
+            for folder, dirnames, _ in os.walk(self.path / rel):
+                watch.add(os.path.relpath(folder, self.path), directory=True)
+                dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(folder, d))]
+        self._touched_last = []
 
     def close_watch(self) -> None:
         if self._watch is not None:
