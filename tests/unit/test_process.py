@@ -15,7 +15,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         f"sleep 100 & echo $! >> {pids}; (sleep 100 & echo $! >> {pids}; wait) & wait",
         cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin"},
-        timeout=0.5,
+        timeout=3,  # room for both pids to be written on a busy machine
         stdout_path=tmp_path / "o",
         stderr_path=tmp_path / "e",
     )
