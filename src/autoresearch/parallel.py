@@ -507,7 +507,7 @@ class SlotLoop:
                     self.fill()
                 if not self.busy():
                     break
-                self.handle(self.outbox.get())
+                self.handle(self.next_message())
             return self.halted or self.finish()
         except Interrupted:
             self.cancel()
@@ -516,6 +516,16 @@ class SlotLoop:
             for slot in self.slots:
                 slot.close()
             engine.state.update(slots=None)
+
+    def next_message(self) -> Any:
+        """The next message from a slot. Waited for in short steps: a signal the kernel
+        hands to another thread (a slot's, a log pump's) runs its handler only when this,
+        the main thread, wakes, and a slot may be silent for as long as its metric runs."""
+        while True:
+            try:
+                return self.outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
 
     def busy(self) -> list[Slot]:
         return [slot for slot in self.slots if slot.task is not None]
