@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -25,6 +26,7 @@ _CREATE_RULESET = 444
 _RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_PDEATHSIG = 1
 SCOPE_ABSTRACT_UNIX_SOCKET = 1
 SCOPED_ABI = 6  # the first Landlock version with scopes
 
@@ -67,6 +69,15 @@ def scope_child() -> None:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
         os.close(fd)
+
+
+def die_with_parent(parent: int) -> None:
+    """In the child, before exec: killed when the thread that forked it ends, and gone at
+    once if `parent` already has (the signal is only sent for a death still to come)."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 @lru_cache(maxsize=4)

@@ -180,7 +180,18 @@ class Bwrap:
     def child_setup(self) -> Callable[[], None] | None:
         """A Landlock scope around bubblewrap where the kernel has one: the host's abstract
         unix sockets, which share the network namespace, are out of reach."""
-        return landlock.child_setup(_probe(self.executable))
+        scope = landlock.child_setup(_probe(self.executable))
+        if scope is None:
+            return None
+        engine = os.getpid()
+
+        def setup() -> None:
+            # bubblewrap dies with its parent only once it runs: an engine killed between
+            # this fork and that exec would otherwise leave the sandbox running for good.
+            landlock.die_with_parent(engine)
+            scope()
+
+        return setup
 
 
 def _probe(executable: str) -> list[str]:
