@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.errors import GitError
-from autoresearch.owned import real_dir, remove
+from autoresearch.owned import real_dir, real_parents, remove
 from autoresearch.watch import FolderWatch
 
 Run = Callable[..., bytes]  # runs git with the folder's git directory: args -> stdout
@@ -132,24 +132,6 @@ def _parents_real(root: Path, rel: str) -> bool:
     return True
 
 
-def _make_parents(root: Path, rel: str, watch: FolderWatch | None) -> Path:
-    current = root
-    for part in Path(rel).parts[:-1]:
-        current = current / part
-        try:
-            mode = os.lstat(current).st_mode
-        except FileNotFoundError:
-            mode = None
-        if mode is not None and stat.S_ISDIR(mode):
-            continue
-        if mode is not None:
-            remove(current)
-        os.mkdir(current)
-        if watch is not None:
-            watch.add(str(current.relative_to(root)), directory=True)
-    return root / rel
-
-
 def apply(
     root: Path,
     drop: Iterable[str],
@@ -184,7 +166,10 @@ def apply(
         if folder not in kept and _is_empty_dir(root / folder):
             os.rmdir(root / folder)
     for rel, entry in sorted(write.items()):
-        path = _make_parents(root, rel, watch)
+        path = real_parents(root, rel)
+        if watch is not None:  # folders made just now carry marks too (marking is idempotent)
+            for parent in reversed(Path(rel).parents[:-1]):
+                watch.add(str(parent), directory=True)
         if os.path.lexists(path):
             remove(path)
         if entry.mode == "120000":
