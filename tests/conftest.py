@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -210,3 +211,47 @@ def alive(pid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+# The watch tests' repository: commits that differ in every way a tree can.
+WATCHED_FILES = {
+    "calc.py": "N = 10\n",
+    "helper.py": "OFFSET = 0\n",
+    "lib/a.py": "A = 1\n",
+    "lib/deep/b.py": "B = 2\n",
+    "lib/deep/c.txt": "c\n",
+    "docs/readme.md": "read me\n",
+    "run.sh": "#!/bin/sh\necho run\n",
+}
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message, "--allow-empty")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def commits(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A repository with commits that differ in every way a tree can: edits, an executable
+    bit, a link, a file that becomes a folder and back, a folder that goes."""
+    repo = make_repo(tmp_path / "repo", WATCHED_FILES)
+    (repo / "run.sh").chmod(0o755)
+    os.symlink("lib/a.py", repo / "alias.py")
+    first = commit_all(repo, "exec bit and a link")
+    (repo / "calc.py").write_text("N = 4\n")
+    (repo / "helper.py").unlink()
+    (repo / "helper.py").mkdir()
+    (repo / "helper.py" / "inner.py").write_text("inner\n")
+    shutil.rmtree(repo / "docs")
+    (repo / "run.sh").chmod(0o644)
+    (repo / "alias.py").unlink()
+    os.symlink("calc.py", repo / "alias.py")
+    (repo / "new" / "folder").mkdir(parents=True)
+    (repo / "new" / "folder" / "x.py").write_text("x\n")
+    second = commit_all(repo, "a file becomes a folder, a folder goes")
+    shutil.rmtree(repo / "helper.py")
+    (repo / "helper.py").write_text("OFFSET = 1\n")
+    (repo / "lib" / "deep" / "c.txt").write_text("c changed\n")
+    third = commit_all(repo, "and back")
+    return repo, [first, second, third]

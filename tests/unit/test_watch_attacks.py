@@ -36,48 +36,6 @@ pytestmark = pytest.mark.skipif(
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 
-FILES = {
-    "calc.py": "N = 10\n",
-    "helper.py": "OFFSET = 0\n",
-    "lib/a.py": "A = 1\n",
-    "lib/deep/b.py": "B = 2\n",
-    "lib/deep/c.txt": "c\n",
-    "docs/readme.md": "read me\n",
-    "run.sh": "#!/bin/sh\necho run\n",
-}
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message, "--allow-empty")
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
-@pytest.fixture
-def commits(tmp_path: Path) -> tuple[Path, list[str]]:
-    """As in test_watch: commits that differ by edits, a mode, a link, a file that becomes a
-    folder and back, a folder that goes (docs/ is gone from the second on)."""
-    repo = make_repo(tmp_path / "repo", FILES)
-    (repo / "run.sh").chmod(0o755)
-    os.symlink("lib/a.py", repo / "alias.py")
-    first = commit(repo, "exec bit and a link")
-    (repo / "calc.py").write_text("N = 4\n")
-    (repo / "helper.py").unlink()
-    (repo / "helper.py").mkdir()
-    (repo / "helper.py" / "inner.py").write_text("inner\n")
-    shutil.rmtree(repo / "docs")
-    (repo / "run.sh").chmod(0o644)
-    (repo / "alias.py").unlink()
-    os.symlink("calc.py", repo / "alias.py")
-    (repo / "new" / "folder").mkdir(parents=True)
-    (repo / "new" / "folder" / "x.py").write_text("x\n")
-    second = commit(repo, "a file becomes a folder, a folder goes")
-    shutil.rmtree(repo / "helper.py")
-    (repo / "helper.py").write_text("OFFSET = 1\n")
-    (repo / "lib" / "deep" / "c.txt").write_text("c changed\n")
-    third = commit(repo, "and back")
-    return repo, [first, second, third]
-
 
 def checkout(repo: Path, commit: str) -> Path:
     """`commit` as git writes it in a folder of its own."""
