@@ -29,6 +29,7 @@ from autoresearch.liveness import (
     holds_engine_lock,
     kernel_reports_locks,
     lock_holder,
+    process_ended,
     pid_alive,
 )
 from autoresearch.summary import summarize
@@ -242,10 +243,12 @@ def stop_campaign(root: Path, name: str, timeout: float = 300.0) -> Stopped:
         )
     began = time.monotonic()
     _signal_engine(state_dir, pid, name)
+    # The engine gives its lock back a moment before it exits (the summary is printed
+    # after): `stop` returns once the process itself has ended.
     while time.monotonic() - began < timeout:
-        if not holds_engine_lock(state_dir, pid):
+        if not holds_engine_lock(state_dir, pid) and process_ended(pid):
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
     else:
         raise AutoresearchError(
             f"the engine of campaign '{name}' (pid {pid}) was asked to stop but still runs "
