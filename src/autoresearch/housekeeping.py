@@ -29,8 +29,8 @@ from autoresearch.liveness import (
     holds_engine_lock,
     kernel_reports_locks,
     lock_holder,
-    process_ended,
     pid_alive,
+    process_ended,
 )
 from autoresearch.summary import summarize
 
