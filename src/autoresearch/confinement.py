@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoresearch.process import Wrapper
 from autoresearch.sandbox import (
     NoSandbox,
     Sandbox,
@@ -100,7 +101,7 @@ class Confined:
     the sandbox (None: it runs as it is), and where it may leave its description."""
 
     env: dict[str, str]
-    wrap: Callable[[list[str]], list[str]] | None
+    wrap: Wrapper | None
     description_file: Path
     child_setup: Callable[[], None] | None = None  # the sandbox's step before exec
 
@@ -156,8 +157,8 @@ class Confinement:
         )
         sandbox = self.sandbox
 
-        def wrap(argv: list[str]) -> list[str]:
-            return sandbox.command(argv, boundary)
+        def wrap(argv: list[str], status_fd: int) -> list[str]:
+            return sandbox.command(argv, boundary, status_fd)
 
         return Confined(sandbox.environment(boundary), wrap, description, sandbox.child_setup())
 

@@ -264,6 +264,17 @@ def _both(
     return both
 
 
+# A sandbox whose own set-up fails (bubblewrap covering a socket that vanished between the
+# listing and the mount) never started the command: that is tried again, this many times.
+SETUP_TRIES = 3
+# What a sandbox writes to its status fd once the command inside has ended (bubblewrap's
+# `--json-status-fd`); exiting 1 without it means the set-up failed.
+SANDBOX_EXITED = b'"exit-code"'
+
+# Turns a command line into one that runs inside a sandbox, which reports on `status_fd`.
+Wrapper = Callable[[list[str], int], list[str]]
+
+
 def run_command(
     command: str,
     *,
@@ -275,7 +286,7 @@ def run_command(
     log_cap: int = LOG_CAP_BYTES,
     limits: Limits | None = None,
     child: ChildRecord | None = None,
-    wrap: Callable[[list[str]], list[str]] | None = None,
+    wrap: Wrapper | None = None,
     child_setup: Callable[[], None] | None = None,
 ) -> CommandResult:
     """Run `command` with bash in its own process group; never leave processes behind.
@@ -283,12 +294,69 @@ def run_command(
     `child`, when given, holds the group's id while the command runs. `wrap` turns the
     command line into one that runs inside a sandbox (which then also keeps the network
     out when `limits.network` is false); `child_setup` is the sandbox's own step in the
-    child before exec.
+    child before exec. A sandbox that failed to set itself up is started afresh (`wrap` is
+    asked again) up to SETUP_TRIES times; its last words are in the logs.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     limits = limits or Limits()
     start = time.monotonic()
-    argv = wrap(["bash", "-c", command]) if wrap is not None else limits.argv(command)
+    args = (cwd, env, timeout, stdout_path, stderr_path, log_cap, limits, child, child_setup)
+    if wrap is None:
+        proc, timed_out = _run_once(limits.argv(command), *args, None)
+    else:
+        for _ in range(SETUP_TRIES):
+            read_end, write_end = os.pipe()
+            try:
+                try:
+                    proc, timed_out = _run_once(
+                        wrap(["bash", "-c", command], write_end), *args, write_end
+                    )
+                finally:
+                    os.close(write_end)
+                status = _drain(read_end)
+            finally:
+                os.close(read_end)
+            if timed_out or proc.returncode != 1 or SANDBOX_EXITED in status:
+                break
+    return CommandResult(
+        returncode=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - start,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+    )
+
+
+def _drain(fd: int) -> bytes:
+    """What a pipe holds now, without waiting for a writer that may still hold it."""
+    os.set_blocking(fd, False)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _run_once(
+    argv: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    log_cap: int,
+    limits: Limits,
+    child: ChildRecord | None,
+    child_setup: Callable[[], None] | None,
+    status_fd: int | None,
+) -> tuple[subprocess.Popen[bytes], bool]:
+    """Start `argv` in a new session, wait for it up to `timeout`, and kill what is left of
+    its group; (the process, whether it timed out)."""
     proc = subprocess.Popen(
         argv,
         preexec_fn=_both(limits.preexec(), child_setup),
@@ -298,6 +366,7 @@ def run_command(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=() if status_fd is None else (status_fd,),
     )
     if child is not None:
         child.write(proc.pid)
@@ -339,10 +408,4 @@ def run_command(
                     pump.source.close()
                 except OSError:
                     pass
-    return CommandResult(
-        returncode=None if timed_out else proc.returncode,
-        timed_out=timed_out,
-        seconds=time.monotonic() - start,
-        stdout_path=stdout_path,
-        stderr_path=stderr_path,
-    )
+    return proc, timed_out

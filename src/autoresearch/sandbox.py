@@ -94,8 +94,12 @@ class Boundary:
 class Sandbox(Protocol):
     name: str
 
-    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
-        """The command line that runs `argv` inside `boundary`."""
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
+        """The command line that runs `argv` inside `boundary`. With `status_fd`, the
+        sandbox writes there a line holding `"exit-code"` once the command inside has ended:
+        a sandbox that exits without it failed to set itself up and started nothing."""
         ...
 
     def environment(self, boundary: Boundary) -> dict[str, str]:
@@ -112,7 +116,9 @@ class NoSandbox:
 
     name = "none"
 
-    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
         return list(argv)
 
     def environment(self, boundary: Boundary) -> dict[str, str]:
@@ -128,7 +134,9 @@ class Bwrap:
     def __init__(self, executable: str = "bwrap") -> None:
         self.executable = executable
 
-    def command(self, argv: list[str], boundary: Boundary) -> list[str]:
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
         args = [
             self.executable,
             "--die-with-parent",
@@ -171,6 +179,8 @@ class Bwrap:
             args += ["--ro-bind", os.devnull, str(path)]
         for path in (boundary.tmpdir, boundary.workdir):
             args += ["--bind", str(path), str(path)]
+        if status_fd is not None:
+            args += ["--json-status-fd", str(status_fd)]
         args += ["--chdir", str(boundary.workdir), "--", *argv]
         return args
 

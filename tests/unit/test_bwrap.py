@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch.process import SETUP_TRIES, Wrapper, run_command
 from autoresearch.sandbox import (
     Boundary,
     Bwrap,
@@ -130,3 +131,80 @@ def test_no_network_when_it_is_off(box: Boundary) -> None:
 
 def test_without_a_sandbox_the_command_is_unchanged(box: Boundary) -> None:
     assert NoSandbox().command(["true"], box) == ["true"]
+
+
+def _sandboxed(box: Boundary, before: list[str] | None = None) -> tuple[Wrapper, list[int]]:
+    """A wrapper as the engine makes one, counting its calls; `before` lists the sockets
+    each call covers besides the host's (a path gone by the mount fails the set-up)."""
+    calls: list[int] = []
+
+    def wrap(argv: list[str], status_fd: int) -> list[str]:
+        calls.append(status_fd)
+        args = Bwrap().command(argv, box, status_fd)
+        if before and len(calls) <= len(before):
+            at = args.index("--chdir")
+            args[at:at] = ["--ro-bind", os.devnull, before[len(calls) - 1]]
+        return args
+
+    return wrap, calls
+
+
+def test_a_socket_gone_before_the_mount_does_not_fail_the_command(
+    tmp_path: Path, box: Boundary
+) -> None:
+    # A daemon's socket listed when the command line is made, removed before bubblewrap
+    # covers it: bubblewrap cannot make the mount point on a read-only root and gives up.
+    path = tmp_path / "daemon.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+    path.unlink()
+    wrap, calls = _sandboxed(box, [str(path)])
+    result = run_command(
+        "echo 42",
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        wrap=wrap,
+    )
+    assert result.ok, (tmp_path / "e").read_text()
+    assert result.stdout_text() == "42\n"
+    assert len(calls) == 2  # made afresh once, from a new listing
+
+
+def test_a_command_that_fails_by_itself_runs_once(tmp_path: Path, box: Boundary) -> None:
+    wrap, calls = _sandboxed(box)
+    result = run_command(
+        "echo ran >> runs; echo 'bwrap: no such thing' >&2; exit 1",
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        wrap=wrap,
+    )
+    assert result.returncode == 1
+    assert (box.workdir / "runs").read_text() == "ran\n"
+    assert len(calls) == 1
+
+
+def test_a_set_up_that_keeps_failing_is_a_failed_command_with_its_reason(
+    tmp_path: Path, box: Boundary
+) -> None:
+    gone = str(tmp_path / "never.sock")
+    wrap, calls = _sandboxed(box, [gone] * SETUP_TRIES)
+    result = run_command(
+        "echo ran >> runs",
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        wrap=wrap,
+    )
+    assert result.returncode == 1 and not result.timed_out
+    assert not (box.workdir / "runs").exists()
+    assert len(calls) == SETUP_TRIES
+    assert "never.sock" in result.stderr_tail()

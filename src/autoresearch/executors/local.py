@@ -84,8 +84,8 @@ class LocalExecutor(Executor):
             env = sandbox.environment(boundary)
             child_setup = sandbox.child_setup()
 
-            def wrap(argv: list[str]) -> list[str]:
-                return sandbox.command(argv, boundary)
+            def wrap(argv: list[str], status_fd: int) -> list[str]:
+                return sandbox.command(argv, boundary, status_fd)
 
         result = run_command(
             spec.command,
