@@ -93,13 +93,16 @@ class Git:
             raise GitError(f"git {args[0]} failed in {self.cwd}: {detail}")
         return proc.stdout
 
-    def ok(self, *args: str) -> bool:
+    def ok(
+        self, *args: str, input: bytes | None = None, extra_env: dict[str, str] | None = None
+    ) -> bool:
         return (
             subprocess.run(
                 [*self.prefix, *args],
                 cwd=self.cwd,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
+                env=self.env if extra_env is None else {**self.env, **extra_env},
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
                 capture_output=True,
             ).returncode
             == 0

@@ -538,6 +538,11 @@ class Workspace:
         touched = self._touched()
         if touched == []:
             return Candidate(tree=incumbent_tree, head_moved=moved)
+        if touched is not None and self._only_admitted_files(touched, admit):
+            known = self._stage_touched(touched, incumbent_tree, moved)
+            if known is not None:
+                return known
+            self._trust_index(incumbent)
         scan = self.scan(touched)
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
@@ -575,6 +580,53 @@ class Workspace:
             items = _split_nul(out)
             changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
         return Candidate(tree=tree, changes=changes, ignored=scan.ignored, head_moved=moved)
+
+    def _only_admitted_files(self, touched: list[str], admit: Callable[[str], bool]) -> bool:
+        """Whether every path the kernel saw touched is one a candidate may change, and no
+        folder (whose files `admit` has not seen): then nothing refused can be staged, and
+        the scan that sorts paths before staging is not needed."""
+        return all(admit(p) and not real_dir(self.path / p) for p in touched)
+
+    def _stage_touched(
+        self, touched: list[str], incumbent_tree: str, moved: bool
+    ) -> Candidate | None:
+        """Stage the touched paths straight away and describe the tree they make; None
+        when git refused (a touched path is ignored, say): the caller scans instead."""
+        git = self.git
+        added = git.ok(
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            input=_nul_join(touched),
+            extra_env=NO_PRELOAD,
+        )
+        if not added:
+            return None
+        tree = git.run("write-tree").strip()
+        self._remember_index()
+        changes: list[Change] = []
+        if tree != incumbent_tree:
+            out = git.run_bytes(
+                "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
+            )
+            items = _split_nul(out)
+            # A type change (a file made a link) reads as the edit the scan calls it.
+            changes = [
+                Change(items[i].replace("T", "M"), items[i + 1])
+                for i in range(0, len(items) - 1, 2)
+            ]
+        # A touched file that is there and in no change is either unchanged or ignored; git
+        # says which (ignored files are dropped at roll-back, as the scan would have named).
+        changed = {c.path for c in changes}
+        rest = [p for p in touched if p not in changed and os.path.lexists(self.path / p)]
+        ignored: list[str] = []
+        if rest:
+            listed = git.run_bytes(
+                "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *rest
+            )
+            ignored = [p for p in _split_nul(listed) if p and not under(p, self.share)]
+        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
 
     # -- the kernel's account of the proposer's work -------------------------------------
 

@@ -17,6 +17,7 @@ import pytest
 from autoresearch.measure_tree import MeasureTree
 from autoresearch.watch import FolderWatch
 from autoresearch.workspace import Workspace
+from conftest import WATCHED_FILES, commit_all, make_repo
 
 pytestmark = pytest.mark.skipif(
     FolderWatch.open(Path("/"), [], []) is None, reason="no inotify on this system"
@@ -341,3 +342,84 @@ def test_the_watched_workspace_finds_what_reading_it_all_finds(
         workspace.roll_back(candidate, incumbent, kept=keep, fast=True)
         assert full_read(workspace) == workspace.tree_of(incumbent), edit.__name__
     assert workspace._watch is not None  # the marks were used, not a full read each time
+
+
+# -- staging straight from the marks: the same candidate a scan makes -------------------------
+
+
+def ignored_beside_an_edit(ws: Path) -> None:
+    (ws / "calc.py").write_text("N = 6\n")
+    (ws / "calc.log").write_text("a run's log\n")
+
+
+def same_bytes_written_again(ws: Path) -> None:
+    (ws / "calc.py").write_text((ws / "calc.py").read_text())
+
+
+def in_scope_deleted(ws: Path) -> None:
+    (ws / "lib" / "a.py").unlink()
+
+
+def refused_path_touched_too(ws: Path) -> None:
+    (ws / "calc.py").write_text("N = 7\n")
+    (ws / "helper.py").write_text("OFFSET = 9\n")
+
+
+def refused_path_rewritten_unchanged(ws: Path) -> None:
+    (ws / "calc.py").write_text("N = 8\n")
+    (ws / "helper.py").write_text((ws / "helper.py").read_text())
+
+
+def only_an_ignored_file(ws: Path) -> None:
+    (ws / "lib" / "trace.log").write_text("x\n")
+
+
+def a_file_made_a_link_out(ws: Path) -> None:
+    (ws / "calc.py").unlink()
+    os.symlink("/etc/passwd", ws / "calc.py")
+
+
+STAGINGS = [
+    ignored_beside_an_edit,
+    same_bytes_written_again,
+    in_scope_deleted,
+    refused_path_touched_too,
+    refused_path_rewritten_unchanged,
+    only_an_ignored_file,
+    a_file_made_a_link_out,
+]
+
+
+def _candidates(tmp_path: Path, sealed: bool) -> list[tuple[object, ...]]:
+    repo = make_repo(tmp_path / ("sealed" if sealed else "scanned"), WATCHED_FILES)
+    (repo / ".gitignore").write_text("*.log\n")
+    base = commit_all(repo, "ignore logs")
+    state = repo / ".autoresearch" / "toy"
+    workspace = Workspace(repo, "toy", state, [])
+    workspace.ensure(base)
+    tree = workspace.tree_of(base)
+    admitted = {"calc.py", "lib/a.py", "calc.log", "lib/trace.log"}
+    found = []
+    for edit in STAGINGS:
+        workspace.watch(sealed=sealed)
+        edit(workspace.path)
+        candidate = workspace.collect(base, tree, admit=lambda p: p in admitted)
+        found.append(
+            (
+                edit.__name__,
+                candidate.tree,
+                sorted((c.status, c.path) for c in candidate.changes),
+                sorted(candidate.ignored),
+                candidate.staged,
+            )
+        )
+        workspace.roll_back(candidate, base, kept=False, fast=True)
+        assert full_read(workspace) == tree, edit.__name__
+        assert not list(workspace.path.rglob("*.log")), edit.__name__  # ignored files dropped
+    if sealed:
+        assert workspace._watch is not None
+    return found
+
+
+def test_staged_from_the_marks_is_the_candidate_a_scan_finds(tmp_path: Path) -> None:
+    assert _candidates(tmp_path, sealed=True) == _candidates(tmp_path, sealed=False)
