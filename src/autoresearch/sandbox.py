@@ -24,6 +24,7 @@ from typing import Protocol
 
 from autoresearch import landlock
 from autoresearch.errors import ConfigError
+from autoresearch.process import SETUP_TRIES
 
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
 DEFAULT_DENY_READ = (
@@ -251,15 +252,19 @@ def bwrap_problem(executable: str = "bwrap") -> str | None:
     found = shutil.which(executable)
     if found is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    probe = _probe(found)
-    try:
-        proc = subprocess.run(probe, capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap does not start ({exc})"
-    if proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        return "bubblewrap cannot create namespaces here" + (f" ({detail[-1]})" if detail else "")
-    return None
+    # Each try lists the sockets afresh: one removed between the listing and the mount
+    # fails that try only, and must not pass for a machine where bubblewrap cannot work.
+    for _ in range(SETUP_TRIES):
+        try:
+            proc = subprocess.run(
+                _probe(found), capture_output=True, timeout=10, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap does not start ({exc})"
+        if proc.returncode == 0:
+            return None
+    detail = proc.stderr.decode(errors="replace").strip().splitlines()
+    return "bubblewrap cannot create namespaces here" + (f" ({detail[-1]})" if detail else "")
 
 
 def user_paths(patterns: Iterable[str]) -> tuple[Path, ...]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch import sandbox as sandbox_module
 from autoresearch.process import SETUP_TRIES, Wrapper, run_command
 from autoresearch.sandbox import (
     Boundary,
@@ -208,3 +209,25 @@ def test_a_set_up_that_keeps_failing_is_a_failed_command_with_its_reason(
     assert not (box.workdir / "runs").exists()
     assert len(calls) == SETUP_TRIES
     assert "never.sock" in result.stderr_tail()
+
+
+def test_the_probe_is_not_fooled_by_a_socket_gone_before_the_mount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe decides for the whole run whether commands are sandboxed: one socket that
+    # went away at the wrong moment must not switch the sandbox off (or refuse "bwrap").
+    gone = tmp_path / "gone.sock"
+    listings: list[int] = []
+    real = sandbox_module.host_sockets
+
+    def racing(boundary: Boundary, table: Path = sandbox_module.UNIX_SOCKETS) -> list[Path]:
+        listings.append(1)
+        return [*real(boundary, table), *([gone] if len(listings) == 1 else [])]
+
+    monkeypatch.setattr(sandbox_module, "host_sockets", racing)
+    assert bwrap_problem.__wrapped__("bwrap") is None
+    assert len(listings) == 2
+
+    monkeypatch.setattr(sandbox_module, "host_sockets", lambda b, t=None: [gone])
+    problem = bwrap_problem.__wrapped__("bwrap")
+    assert problem is not None and "gone.sock" in problem
