@@ -192,15 +192,39 @@ class ChildRecord:
         self.running: int | None = None
         self.lock = threading.Lock()
 
-    def write(self, pgid: int) -> None:
+    def hold(self, pgid: int) -> None:
+        """The group running now, for `kill_running` (its record is on disk already)."""
         with self.lock:
             self.running = pgid
+
+    def write(self, pgid: int) -> None:
+        self.hold(pgid)
         stat = _proc_stat(pgid)
         start = "" if stat is None else f" {stat[1]}"
         # Written whole or not at all: a reader never sees an empty record.
         partial = self.path.with_name(self.path.name + ".new")
         write_text(partial, f"{pgid}{start}\n")
         os.replace(partial, self.path)
+
+    def in_child(self) -> Callable[[], None]:
+        """The record, written by the command's own process between fork and exec: an
+        engine killed the moment after the fork (before bubblewrap binds its life to the
+        engine's) still leaves the record by which the next engine kills what it started."""
+        path = os.fsencode(self.path)
+        partial = os.fsencode(self.path.with_name(self.path.name + ".new"))
+
+        def write() -> None:
+            pid = os.getpid()  # the group's leader: the child starts a new session
+            stat = _proc_stat(pid)
+            start = "" if stat is None else f" {stat[1]}"
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            try:
+                os.write(fd, f"{pid}{start}\n".encode())
+            finally:
+                os.close(fd)
+            os.replace(partial, path)
+
+        return write
 
     def clear(self) -> None:
         with self.lock:
@@ -380,7 +404,7 @@ def _run_once(
     its group; (the process, whether it timed out)."""
     proc = subprocess.Popen(
         argv,
-        preexec_fn=_both(limits.preexec(), child_setup),
+        preexec_fn=_both(_both(child.in_child() if child else None, limits.preexec()), child_setup),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
@@ -390,7 +414,7 @@ def _run_once(
         pass_fds=() if status_fd is None else (status_fd,),
     )
     if child is not None:
-        child.write(proc.pid)
+        child.hold(proc.pid)
     pumps = [
         _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
         _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]

@@ -140,8 +140,12 @@ class Bwrap:
     ) -> list[str]:
         args = [
             self.executable,
+            # Bound to the engine's life once it runs. No `--new-session`: the engine
+            # starts it in a session of its own already (no terminal to inject into), and
+            # the sandbox's init must stay in that process group, so that killing the
+            # group (a timeout, or the next engine after a SIGKILL came before bubblewrap
+            # had bound itself) takes the whole PID namespace with it.
             "--die-with-parent",
-            "--new-session",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",

@@ -231,3 +231,19 @@ def test_the_probe_is_not_fooled_by_a_socket_gone_before_the_mount(
     monkeypatch.setattr(sandbox_module, "host_sockets", lambda b, t=None: [gone])
     problem = bwrap_problem.__wrapped__("bwrap")
     assert problem is not None and "gone.sock" in problem
+
+
+def test_no_terminal_to_inject_into(tmp_path: Path, box: Boundary) -> None:
+    # Without bubblewrap's --new-session, the engine's own new session is what keeps a
+    # command from the user's terminal (TIOCSTI would type commands into it).
+    wrap, _ = _sandboxed(box)
+    result = run_command(
+        "if exec 3</dev/tty; then echo has-a-terminal; fi",
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        wrap=wrap,
+    )
+    assert "has-a-terminal" not in result.stdout_text()
