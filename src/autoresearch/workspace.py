@@ -102,6 +102,22 @@ def under(rel: str, paths: list[str]) -> bool:
     return any(rel == p or rel.startswith(f"{p}/") for p in paths)
 
 
+def outermost(paths: list[str]) -> list[str]:
+    """`paths` without those inside another of them: `git add -A` of a folder (or of a link
+    that replaced one) takes in what lies below it, and refuses a path named beyond a link."""
+    named = set(paths)
+
+    def inside(path: str) -> bool:
+        parent = path.rpartition("/")[0]
+        while parent:
+            if parent in named:
+                return True
+            parent = parent.rpartition("/")[0]
+        return False
+
+    return [p for p in sorted(named) if not inside(p)]
+
+
 def _nul_join(paths: list[str]) -> bytes:
     return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
 
@@ -538,8 +554,10 @@ class Workspace:
         touched = self._touched()
         if touched == []:
             return Candidate(tree=incumbent_tree, head_moved=moved)
+        if touched is not None and any(p.rpartition("/")[2] == ".gitignore" for p in touched):
+            touched = None  # ignore rules changed: what an untouched path is depends on them
         if touched is not None and self._only_admitted_files(touched, admit):
-            known = self._stage_touched(touched, incumbent_tree, moved)
+            known = self._stage_touched(touched, incumbent, incumbent_tree, moved, admit)
             if known is not None:
                 return known
             self._trust_index(incumbent)
@@ -559,36 +577,69 @@ class Workspace:
             "-A",
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
-            input=_nul_join(dirty),
+            input=_nul_join(outermost(dirty)),
             extra_env=NO_PRELOAD,
         )
         tree = git.run("write-tree").strip()
         self._remember_index()  # write-tree stores its cache-tree in the index
+        return self._described(tree, incumbent, incumbent_tree, scan.ignored, moved, admit)
+
+    def _described(
+        self,
+        tree: str,
+        incumbent: str,
+        incumbent_tree: str,
+        ignored: list[str],
+        moved: bool,
+        admit: Callable[[str], bool],
+    ) -> Candidate:
+        """The staged tree's changes as git names them from the two trees. Git may stage
+        more than was named to it (the files of a folder that became a looping link read as
+        gone): a refused path among them unstages it all, and the candidate names them."""
         changes: list[Change] = []
-        if tree == incumbent_tree:
-            pass
-        elif not scan.staged:
-            # Plain edits: the scan already names each change exactly.
-            deleted = set(scan.deleted)
-            changes = [Change("D" if p in deleted else "M", p) for p in scan.unstaged]
-            changes += [Change("A", p) for p in scan.untracked]
-            changes.sort(key=lambda c: c.path)
-        else:
-            out = git.run_bytes(
+        if tree != incumbent_tree:
+            out = self.git.run_bytes(
                 "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
             )
             items = _split_nul(out)
-            changes = [Change(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        return Candidate(tree=tree, changes=changes, ignored=scan.ignored, head_moved=moved)
+            # A type change (a file made a link) reads as an edit, as the scan names it.
+            changes = sorted(
+                (
+                    Change(items[i].replace("T", "M"), items[i + 1])
+                    for i in range(0, len(items) - 1, 2)
+                ),
+                key=lambda c: c.path,
+            )
+        if not all(admit(c.path) for c in changes):
+            self.git.run("read-tree", incumbent)
+            self._remember_index()
+            return Candidate(incumbent_tree, changes, ignored, head_moved=moved, staged=False)
+        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
 
     def _only_admitted_files(self, touched: list[str], admit: Callable[[str], bool]) -> bool:
         """Whether every path the kernel saw touched is one a candidate may change, and no
         folder (whose files `admit` has not seen): then nothing refused can be staged, and
         the scan that sorts paths before staging is not needed."""
-        return all(admit(p) and not real_dir(self.path / p) for p in touched)
+        for rel in touched:
+            if not admit(rel):
+                return False
+            try:
+                mode = os.lstat(self.path / rel).st_mode
+            except FileNotFoundError:
+                continue  # gone: staged as a deletion
+            except OSError:  # a parent made a file, or a looping link: the scan sorts it
+                return False
+            if stat.S_ISDIR(mode):
+                return False
+        return True
 
     def _stage_touched(
-        self, touched: list[str], incumbent_tree: str, moved: bool
+        self,
+        touched: list[str],
+        incumbent: str,
+        incumbent_tree: str,
+        moved: bool,
+        admit: Callable[[str], bool],
     ) -> Candidate | None:
         """Stage the touched paths straight away and describe the tree they make; None
         when git refused (a touched path is ignored, say): the caller scans instead."""
@@ -598,35 +649,24 @@ class Workspace:
             "-A",
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
-            input=_nul_join(touched),
+            input=_nul_join(outermost(touched)),
             extra_env=NO_PRELOAD,
         )
         if not added:
             return None
         tree = git.run("write-tree").strip()
         self._remember_index()
-        changes: list[Change] = []
-        if tree != incumbent_tree:
-            out = git.run_bytes(
-                "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
-            )
-            items = _split_nul(out)
-            # A type change (a file made a link) reads as the edit the scan calls it.
-            changes = [
-                Change(items[i].replace("T", "M"), items[i + 1])
-                for i in range(0, len(items) - 1, 2)
-            ]
+        candidate = self._described(tree, incumbent, incumbent_tree, [], moved, admit)
         # A touched file that is there and in no change is either unchanged or ignored; git
         # says which (ignored files are dropped at roll-back, as the scan would have named).
-        changed = {c.path for c in changes}
+        changed = {c.path for c in candidate.changes}
         rest = [p for p in touched if p not in changed and os.path.lexists(self.path / p)]
-        ignored: list[str] = []
         if rest:
             listed = git.run_bytes(
                 "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *rest
             )
-            ignored = [p for p in _split_nul(listed) if p and not under(p, self.share)]
-        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
+            candidate.ignored = [p for p in _split_nul(listed) if p and not under(p, self.share)]
+        return candidate
 
     # -- the kernel's account of the proposer's work -------------------------------------
 

@@ -379,7 +379,35 @@ def a_file_made_a_link_out(ws: Path) -> None:
     os.symlink("/etc/passwd", ws / "calc.py")
 
 
+def package_made_a_module(ws: Path) -> None:
+    # lib/deep/c.txt is refused: gone with its folder, it must be named, never dropped quietly.
+    shutil.rmtree(ws / "lib" / "deep")
+    (ws / "lib" / "deep").write_text("a module now\n")
+
+
+def package_made_a_looping_link(ws: Path) -> None:
+    shutil.rmtree(ws / "lib" / "deep")
+    os.symlink("deep", ws / "lib" / "deep")
+
+
+def package_made_a_link_to_another(ws: Path) -> None:
+    (ws / "lib" / "other").mkdir()
+    (ws / "lib" / "other" / "b.py").write_text("B = 3\n")
+    (ws / "lib" / "deep" / "c.txt").unlink()
+    shutil.rmtree(ws / "lib" / "deep")
+    os.symlink("other", ws / "lib" / "deep")
+
+
+def ignore_rules_rewritten(ws: Path) -> None:
+    (ws / "lib" / "keep.log").write_text("kept?\n")
+    (ws / ".gitignore").write_text("*.log\n!lib/keep.log\n")
+
+
 STAGINGS = [
+    package_made_a_module,
+    package_made_a_looping_link,
+    package_made_a_link_to_another,
+    ignore_rules_rewritten,
     ignored_beside_an_edit,
     same_bytes_written_again,
     in_scope_deleted,
@@ -398,7 +426,8 @@ def _candidates(tmp_path: Path, sealed: bool) -> list[tuple[object, ...]]:
     workspace = Workspace(repo, "toy", state, [])
     workspace.ensure(base)
     tree = workspace.tree_of(base)
-    admitted = {"calc.py", "lib/a.py", "calc.log", "lib/trace.log"}
+    admitted = {"calc.py", "lib/a.py", "calc.log", "lib/trace.log", "lib/deep", "lib/deep/b.py"}
+    admitted |= {"lib/other", "lib/other/b.py", ".gitignore", "lib/keep.log"}
     found = []
     for edit in STAGINGS:
         workspace.watch(sealed=sealed)
@@ -422,4 +451,10 @@ def _candidates(tmp_path: Path, sealed: bool) -> list[tuple[object, ...]]:
 
 
 def test_staged_from_the_marks_is_the_candidate_a_scan_finds(tmp_path: Path) -> None:
-    assert _candidates(tmp_path, sealed=True) == _candidates(tmp_path, sealed=False)
+    sealed = _candidates(tmp_path, sealed=True)
+    assert sealed == _candidates(tmp_path, sealed=False)
+    found = {name: rest for name, *rest in sealed}
+    for name in ("package_made_a_module", "package_made_a_looping_link"):
+        _tree, changes, _ignored, staged = found[name]
+        assert not staged and ("D", "lib/deep/c.txt") in changes, name  # named, not stored
+    assert ("A", "lib/keep.log") in found["ignore_rules_rewritten"][1]
