@@ -148,6 +148,16 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's: never ours to kill
+    return True
+
+
 def _proc_stat(pid: int) -> tuple[int, int] | None:
     """(process group, start time in clock ticks since boot) of a live process, or None."""
     try:
@@ -262,8 +272,14 @@ class ChildRecord:
     def _still_ours(pgid: int, start: int | None, written: float) -> bool:
         """True when the group's leader is the process the record was written for."""
         stat = _proc_stat(pgid)
-        if stat is None or stat[0] != pgid:
-            return False  # the leader is gone, or the number now names another process
+        if stat is None:
+            # The leader is gone (bubblewrap's monitor, killed with the engine) but members
+            # may be left (the sandbox's init, when the engine died before it bound itself
+            # to it). A number still in use as a group's id is never given to a new
+            # process, so a group found under it is the one the record was written for.
+            return _group_exists(pgid)
+        if stat[0] != pgid:
+            return False  # the number now names a process of another group
         if start is not None:
             return stat[1] == start
         # A record without a start time (written by 0.1.0): the leader must have started

@@ -189,3 +189,27 @@ def test_the_record_is_on_disk_before_the_command_runs(tmp_path: Path) -> None:
     assert leftover.kill_leftover() is None  # that group is gone: nothing else is touched
     proc.kill()
     proc.wait()
+
+
+def test_a_group_whose_leader_died_is_killed_whole(tmp_path: Path) -> None:
+    # bubblewrap's monitor dies with the engine, but the sandbox's init, started a moment
+    # before it could bind itself to the engine, lives on in the same group.
+    pid_file = tmp_path / "member"
+    leader = subprocess.Popen(
+        ["bash", "-c", f"sleep 300 & echo $! > {pid_file}; exit"], start_new_session=True
+    )
+    record = ChildRecord(tmp_path / "child.pgid")
+    record.write(leader.pid)
+    leader.wait()  # the leader is gone (reaped), its child is not
+    member = int(pid_file.read_text())
+    assert Path(f"/proc/{member}").exists()
+    assert record.kill_leftover() == leader.pid
+    assert not _alive(member)
+
+
+def test_a_group_that_ended_is_not_signalled_again(tmp_path: Path) -> None:
+    leader = subprocess.Popen(["true"], start_new_session=True)
+    record = ChildRecord(tmp_path / "child.pgid")
+    record.write(leader.pid)
+    leader.wait()
+    assert record.kill_leftover() is None
