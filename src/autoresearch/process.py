@@ -418,9 +418,13 @@ def _run_once(
 ) -> tuple[subprocess.Popen[bytes], bool]:
     """Start `argv` in a new session, wait for it up to `timeout`, and kill what is left of
     its group; (the process, whether it timed out)."""
+    # A sandboxed command writes its record itself, before exec (see `in_child`). Any
+    # Python run between fork and exec costs a full fork of the engine instead of a
+    # vfork, so an unsandboxed command's record is written by the engine just after.
+    writer = child.in_child() if child is not None and status_fd is not None else None
     proc = subprocess.Popen(
         argv,
-        preexec_fn=_both(_both(child.in_child() if child else None, limits.preexec()), child_setup),
+        preexec_fn=_both(_both(writer, limits.preexec()), child_setup),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
@@ -430,7 +434,10 @@ def _run_once(
         pass_fds=() if status_fd is None else (status_fd,),
     )
     if child is not None:
-        child.hold(proc.pid)
+        if writer is not None:
+            child.hold(proc.pid)
+        else:
+            child.write(proc.pid)
     pumps = [
         _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
         _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]

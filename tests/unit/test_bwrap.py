@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch import sandbox as sandbox_module
-from autoresearch.process import SETUP_TRIES, Wrapper, run_command
+from autoresearch.process import SETUP_TRIES, ChildRecord, Wrapper, run_command
 from autoresearch.sandbox import (
     Boundary,
     Bwrap,
@@ -247,3 +247,30 @@ def test_no_terminal_to_inject_into(tmp_path: Path, box: Boundary) -> None:
         wrap=wrap,
     )
     assert "has-a-terminal" not in result.stdout_text()
+
+
+def test_the_record_is_on_disk_before_the_sandbox_starts(tmp_path: Path, box: Boundary) -> None:
+    # An engine killed the instant after the fork cannot write anything, and bubblewrap
+    # binds itself to the engine only later: the child writes the record that lets the next
+    # engine kill the sandbox, before exec (the engine's own write would come after exec).
+    record = tmp_path / "child.pgid"
+
+    def before_exec() -> None:
+        text = record.read_text() if record.exists() else ""
+        if text.split()[:1] != [str(os.getpid())]:
+            os._exit(97)
+
+    wrap, _ = _sandboxed(box)
+    result = run_command(
+        "true",
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        wrap=wrap,
+        child=ChildRecord(record),
+        child_setup=before_exec,
+    )
+    assert result.ok, result.returncode
+    assert not record.exists()  # cleared when the command ended

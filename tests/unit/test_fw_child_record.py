@@ -164,33 +164,6 @@ def test_a_canceller_kills_the_running_command_whatever_the_file_says(tmp_path: 
     assert child.kill_running() is None  # nothing runs any more
 
 
-def test_the_record_is_on_disk_before_the_command_runs(tmp_path: Path) -> None:
-    # An engine killed the instant after it started a command leaves no chance to write
-    # anything: the command's process wrote its own record before exec, and the next
-    # engine kills what it names.
-    from autoresearch.process import run_command
-
-    record = tmp_path / "child.pgid"
-    result = run_command(
-        f"cat {record}; echo pgid $(ps -o pgid= -p $$)",
-        cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin"},
-        timeout=10,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        child=ChildRecord(record),
-    )
-    first, second = result.stdout_text().splitlines()
-    assert first.split()[0] == second.split()[1]
-    assert not record.exists()  # cleared when the command ended
-    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
-    record.write_text(first + "\n")  # as if that engine had been killed
-    leftover = ChildRecord(record)
-    assert leftover.kill_leftover() is None  # that group is gone: nothing else is touched
-    proc.kill()
-    proc.wait()
-
-
 def test_a_group_whose_leader_died_is_killed_whole(tmp_path: Path) -> None:
     # bubblewrap's monitor dies with the engine, but the sandbox's init, started a moment
     # before it could bind itself to the engine, lives on in the same group.
