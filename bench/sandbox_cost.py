@@ -23,7 +23,7 @@ from autoresearch.sandbox import Boundary, Bwrap, allowed_env, bwrap_problem
 def command_ms(work: Path, sandboxed: bool) -> float:
     boundary = Boundary(work, work / "tmp", hidden=(), env=allowed_env({"PATH": "/usr/bin:/bin"}))
     sandbox = Bwrap()
-    wrap = (lambda argv: sandbox.command(argv, boundary)) if sandboxed else None
+    wrap = (lambda argv, fd: sandbox.command(argv, boundary, fd)) if sandboxed else None
     env = sandbox.environment(boundary) if sandboxed else {"PATH": "/usr/bin:/bin"}
     began = time.perf_counter()
     result = run_command(
