@@ -70,4 +70,6 @@ def screen(
         return Screened(
             Status.SCOPE_VIOLATION, "changed outside the scope: " + ", ".join(outside[:5])
         )
+    if candidate.unstorable:
+        return Screened(Status.EDIT_REFUSED, candidate.unstorable)
     return None

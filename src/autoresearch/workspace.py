@@ -80,6 +80,8 @@ class Candidate:
     head_moved: bool = False
     # False when a refused path kept everything out of the repository: nothing to commit
     staged: bool = True
+    # Why git could not store the change (a name it refuses, such as `lib/.GIT`), if so
+    unstorable: str = ""
 
     @property
     def paths(self) -> list[str]:
@@ -572,7 +574,7 @@ class Workspace:
                 for p in sorted(set(dirty))
             ]
             return Candidate(incumbent_tree, named, scan.ignored, head_moved=moved, staged=False)
-        git.run_bytes(
+        added = git.ok(
             "add",
             "-A",
             "--pathspec-from-file=-",
@@ -580,6 +582,12 @@ class Workspace:
             input=_nul_join(outermost(dirty)),
             extra_env=NO_PRELOAD,
         )
+        if not added:
+            git.run("read-tree", incumbent)
+            self._remember_index()
+            named = [Change("A" if p in scan.untracked else "M", p) for p in sorted(set(dirty))]
+            reason = "git cannot store the change (a path name it refuses, such as .GIT)"
+            return Candidate(incumbent_tree, named, scan.ignored, moved, False, reason)
         tree = git.run("write-tree").strip()
         self._remember_index()  # write-tree stores its cache-tree in the index
         return self._described(tree, incumbent, incumbent_tree, scan.ignored, moved, admit)
@@ -775,6 +783,28 @@ class Workspace:
             elif target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
 
+    def _drop_strays(self, touched: list[str]) -> None:
+        """What git does not see, among the paths the proposer touched: a nested `.git`
+        (which would hide a folder from every later scan), a FIFO, socket or device, an
+        empty folder, a share path that is no longer the engine's link. None of these can
+        be part of a commit, so none is left for the next attempt."""
+        for rel in sorted(touched, key=len, reverse=True):  # a folder after what it holds
+            path = self.path / rel
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if rel in self.share:
+                stray = not stat.S_ISLNK(mode)
+            elif rel.rpartition("/")[2] == ".git":
+                stray = True
+            elif stat.S_ISDIR(mode):
+                stray = not any(os.scandir(path))
+            else:
+                stray = not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
+            if stray:
+                remove(path)
+
     def roll_back(
         self, candidate: Candidate | None, incumbent: str, *, kept: bool, fast: bool
     ) -> str | None:
@@ -791,6 +821,7 @@ class Workspace:
                 if not kept:
                     self.drop_candidate(candidate, incumbent)
                 self.drop_paths(candidate.ignored)
+                self._drop_strays(self._touched_last)
                 self.link_shares()
                 self._private_git(incumbent)
                 self._remark(candidate.paths)

@@ -4,6 +4,7 @@ byte for byte, mode for mode, as git itself would write them."""
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import shutil
@@ -403,7 +404,18 @@ def ignore_rules_rewritten(ws: Path) -> None:
     (ws / ".gitignore").write_text("*.log\n!lib/keep.log\n")
 
 
+def strays_beside_an_edit(ws: Path) -> None:
+    # Nothing git sees, so no candidate holds them; a nested .git would hide lib/ from
+    # every later scan.
+    (ws / "calc.py").write_text("N = 11\n")
+    os.mkfifo(ws / "lib" / "pipe")
+    (ws / "lib" / ".git").mkdir()
+    (ws / "lib" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "lib" / "empty").mkdir()
+
+
 STAGINGS = [
+    strays_beside_an_edit,
     package_made_a_module,
     package_made_a_looping_link,
     package_made_a_link_to_another,
@@ -445,6 +457,9 @@ def _candidates(tmp_path: Path, sealed: bool) -> list[tuple[object, ...]]:
         workspace.roll_back(candidate, base, kept=False, fast=True)
         assert full_read(workspace) == tree, edit.__name__
         assert not list(workspace.path.rglob("*.log")), edit.__name__  # ignored files dropped
+        if sealed:  # the kernel named them: nothing git cannot see is left either
+            strays = ["lib/pipe", "lib/.git", "lib/empty"]
+            assert not [p for p in strays if os.path.lexists(workspace.path / p)], edit.__name__
     if sealed:
         assert workspace._watch is not None
     return found
@@ -458,3 +473,21 @@ def test_staged_from_the_marks_is_the_candidate_a_scan_finds(tmp_path: Path) -> 
         _tree, changes, _ignored, staged = found[name]
         assert not staged and ("D", "lib/deep/c.txt") in changes, name  # named, not stored
     assert ("A", "lib/keep.log") in found["ignore_rules_rewritten"][1]
+
+
+def test_a_name_git_refuses_is_an_edit_refused_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    from autoresearch.config import load_campaign
+    from autoresearch.engine import Engine
+    from campaigns import script_campaign
+
+    repo = script_campaign(
+        tmp_path,
+        'if [ "$AUTORESEARCH_ITERATION" = 1 ]; then mkdir -p lib; echo x > lib/.GIT; fi\n'
+        'echo "N = $((10 - AUTORESEARCH_ITERATION))" > calc.py\n',
+        scope=["calc.py", "lib"],
+    )
+    result = Engine(load_campaign(repo)).run()
+    assert result.stop_reason == "max_iterations", result
+    records = [json.loads(line) for line in (repo / ".autoresearch/t/ledger.jsonl").open()]
+    assert [r["status"] for r in records[1:]] == ["edit_refused", "keep", "keep"]
+    assert "git cannot store" in records[1]["reason"]
