@@ -785,10 +785,10 @@ class Workspace:
 
     def _drop_strays(self, touched: list[str]) -> None:
         """What git does not see, among the paths the proposer touched: a nested `.git`
-        (which would hide a folder from every later scan), a FIFO, socket or device, an
-        empty folder, a share path that is no longer the engine's link. None of these can
-        be part of a commit, so none is left for the next attempt."""
-        for rel in sorted(touched, key=len, reverse=True):  # a folder after what it holds
+        (which would hide a folder from every later scan), a FIFO, socket or device, a
+        share path that is no longer the engine's link. None of these can be part of a
+        commit, so none is left for the next attempt."""
+        for rel in touched:
             path = self.path / rel
             try:
                 mode = os.lstat(path).st_mode
@@ -798,10 +798,8 @@ class Workspace:
                 stray = not stat.S_ISLNK(mode)
             elif rel.rpartition("/")[2] == ".git":
                 stray = True
-            elif stat.S_ISDIR(mode):
-                stray = not any(os.scandir(path))
-            else:
-                stray = not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
+            else:  # a folder stays, empty or not: a later proposer may write into it
+                stray = not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode))
             if stray:
                 remove(path)
 
