@@ -30,8 +30,8 @@ from autoresearch.liveness import (
     kernel_reports_locks,
     lock_holder,
     pid_alive,
-    process_ended,
 )
+from autoresearch.process import process_ended
 from autoresearch.summary import summarize
 
 # What `clean` removes from a campaign's folder: the worktree and what measuring and

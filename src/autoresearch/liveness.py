@@ -53,16 +53,6 @@ def pid_alive(pid: object) -> bool:
     return True
 
 
-def process_ended(pid: int) -> bool:
-    """Whether `pid` has exited: gone, or a zombie waiting for its parent to reap it."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return not pid_alive(pid)
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return raw[raw.rfind(b")") + 2 :][:1] in (b"Z", b"X")
-
-
 def lock_holder(state_dir: Path) -> int | None:
     """The pid of the running engine of the campaign in `state_dir`, or None.
 

@@ -158,6 +158,11 @@ def _group_exists(pgid: int) -> bool:
     return True
 
 
+def process_ended(pid: int) -> bool:
+    """Whether `pid` has exited: gone, or a zombie waiting for its parent to reap it."""
+    return _proc_stat(pid) is None
+
+
 def _proc_stat(pid: int) -> tuple[int, int] | None:
     """(process group, start time in clock ticks since boot) of a live process, or None."""
     try:
@@ -207,29 +212,33 @@ class ChildRecord:
         with self.lock:
             self.running = pgid
 
+    @property
+    def _partial(self) -> Path:
+        return self.path.with_name(self.path.name + ".new")
+
+    @staticmethod
+    def _line(pgid: int) -> str:
+        stat = _proc_stat(pgid)
+        return f"{pgid}\n" if stat is None else f"{pgid} {stat[1]}\n"
+
     def write(self, pgid: int) -> None:
         self.hold(pgid)
-        stat = _proc_stat(pgid)
-        start = "" if stat is None else f" {stat[1]}"
         # Written whole or not at all: a reader never sees an empty record.
-        partial = self.path.with_name(self.path.name + ".new")
-        write_text(partial, f"{pgid}{start}\n")
-        os.replace(partial, self.path)
+        write_text(self._partial, self._line(pgid))
+        os.replace(self._partial, self.path)
 
     def in_child(self) -> Callable[[], None]:
         """The record, written by the command's own process between fork and exec: an
         engine killed the moment after the fork (before bubblewrap binds its life to the
-        engine's) still leaves the record by which the next engine kills what it started."""
-        path = os.fsencode(self.path)
-        partial = os.fsencode(self.path.with_name(self.path.name + ".new"))
+        engine's) still leaves the record by which the next engine kills what it started.
+        Plain system calls only, as fits a forked child."""
+        path, partial = os.fsencode(self.path), os.fsencode(self._partial)
 
         def write() -> None:
-            pid = os.getpid()  # the group's leader: the child starts a new session
-            stat = _proc_stat(pid)
-            start = "" if stat is None else f" {stat[1]}"
+            line = self._line(os.getpid())  # the group's leader: a new session
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
             try:
-                os.write(fd, f"{pid}{start}\n".encode())
+                os.write(fd, line.encode())
             finally:
                 os.close(fd)
             os.replace(partial, path)

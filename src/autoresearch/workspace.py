@@ -301,9 +301,25 @@ class Workspace:
         """The engine's index is what the engine last wrote, or it is rebuilt from HEAD
         (losing only the stat cache): flags set behind the engine's back never count."""
         if _digest(self.gitdir / "index") != self._index_digest:
-            (self.gitdir / "index").unlink(missing_ok=True)
-            self.git.run("read-tree", head)
-            self._remember_index()
+            self._reset_index(head)
+
+    def _reset_index(self, head: str) -> None:
+        """The engine's index made `head`'s tree again (the stat cache lost), nothing staged."""
+        (self.gitdir / "index").unlink(missing_ok=True)
+        self.git.run("read-tree", head)
+        self._remember_index()
+
+    def _add(self, paths: list[str]) -> bool:
+        """Stage `paths` as the workspace has them (deletions too); False when git refuses
+        (an ignored path named, a name it will not store)."""
+        return self.git.ok(
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            input=_nul_join(outermost(paths)),
+            extra_env=NO_PRELOAD,
+        )
 
     def _private_git(self, head: str) -> None:
         """The proposer's own `.git` in the workspace, made afresh: a branch at `head`,
@@ -574,17 +590,8 @@ class Workspace:
                 for p in sorted(set(dirty))
             ]
             return Candidate(incumbent_tree, named, scan.ignored, head_moved=moved, staged=False)
-        added = git.ok(
-            "add",
-            "-A",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            input=_nul_join(outermost(dirty)),
-            extra_env=NO_PRELOAD,
-        )
-        if not added:
-            git.run("read-tree", incumbent)
-            self._remember_index()
+        if not self._add(dirty):
+            self._reset_index(incumbent)
             named = [Change("A" if p in scan.untracked else "M", p) for p in sorted(set(dirty))]
             reason = "git cannot store the change (a path name it refuses, such as .GIT)"
             return Candidate(incumbent_tree, named, scan.ignored, moved, False, reason)
@@ -619,8 +626,7 @@ class Workspace:
                 key=lambda c: c.path,
             )
         if not all(admit(c.path) for c in changes):
-            self.git.run("read-tree", incumbent)
-            self._remember_index()
+            self._reset_index(incumbent)
             return Candidate(incumbent_tree, changes, ignored, head_moved=moved, staged=False)
         return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
 
@@ -652,15 +658,7 @@ class Workspace:
         """Stage the touched paths straight away and describe the tree they make; None
         when git refused (a touched path is ignored, say): the caller scans instead."""
         git = self.git
-        added = git.ok(
-            "add",
-            "-A",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            input=_nul_join(outermost(touched)),
-            extra_env=NO_PRELOAD,
-        )
-        if not added:
+        if not self._add(touched):
             return None
         tree = git.run("write-tree").strip()
         self._remember_index()
