@@ -8,11 +8,12 @@ import socket
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from autoresearch import sandbox as sandbox_module
-from autoresearch.process import SETUP_TRIES, ChildRecord, Wrapper, run_command
+from autoresearch.process import SETUP_TRIES, ChildRecord, CommandResult, Wrapper, run_command
 from autoresearch.sandbox import (
     Boundary,
     Bwrap,
@@ -150,6 +151,21 @@ def _sandboxed(box: Boundary, before: list[str] | None = None) -> tuple[Wrapper,
     return wrap, calls
 
 
+def boxed(box: Boundary, command: str, wrap: Wrapper, **extra: Any) -> CommandResult:
+    """`command` through the engine's runner in `box`, its logs beside the box's folders."""
+    logs = box.workdir.parent
+    return run_command(
+        command,
+        cwd=box.workdir,
+        env=Bwrap().environment(box),
+        timeout=20,
+        stdout_path=logs / "o",
+        stderr_path=logs / "e",
+        wrap=wrap,
+        **extra,
+    )
+
+
 def test_a_socket_gone_before_the_mount_does_not_fail_the_command(
     tmp_path: Path, box: Boundary
 ) -> None:
@@ -161,15 +177,7 @@ def test_a_socket_gone_before_the_mount_does_not_fail_the_command(
     server.close()
     path.unlink()
     wrap, calls = _sandboxed(box, [str(path)])
-    result = run_command(
-        "echo 42",
-        cwd=box.workdir,
-        env=Bwrap().environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        wrap=wrap,
-    )
+    result = boxed(box, "echo 42", wrap)
     assert result.ok, (tmp_path / "e").read_text()
     assert result.stdout_text() == "42\n"
     assert len(calls) == 2  # made afresh once, from a new listing
@@ -177,15 +185,7 @@ def test_a_socket_gone_before_the_mount_does_not_fail_the_command(
 
 def test_a_command_that_fails_by_itself_runs_once(tmp_path: Path, box: Boundary) -> None:
     wrap, calls = _sandboxed(box)
-    result = run_command(
-        "echo ran >> runs; echo 'bwrap: no such thing' >&2; exit 1",
-        cwd=box.workdir,
-        env=Bwrap().environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        wrap=wrap,
-    )
+    result = boxed(box, "echo ran >> runs; echo 'bwrap: no such thing' >&2; exit 1", wrap)
     assert result.returncode == 1
     assert (box.workdir / "runs").read_text() == "ran\n"
     assert len(calls) == 1
@@ -196,15 +196,7 @@ def test_a_set_up_that_keeps_failing_is_a_failed_command_with_its_reason(
 ) -> None:
     gone = str(tmp_path / "never.sock")
     wrap, calls = _sandboxed(box, [gone] * SETUP_TRIES)
-    result = run_command(
-        "echo ran >> runs",
-        cwd=box.workdir,
-        env=Bwrap().environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        wrap=wrap,
-    )
+    result = boxed(box, "echo ran >> runs", wrap)
     assert result.returncode == 1 and not result.timed_out
     assert not (box.workdir / "runs").exists()
     assert len(calls) == SETUP_TRIES
@@ -233,20 +225,48 @@ def test_the_probe_is_not_fooled_by_a_socket_gone_before_the_mount(
     assert problem is not None and "gone.sock" in problem
 
 
-def test_no_terminal_to_inject_into(tmp_path: Path, box: Boundary) -> None:
-    # Without bubblewrap's --new-session, the engine's own new session is what keeps a
-    # command from the user's terminal (TIOCSTI would type commands into it).
-    wrap, _ = _sandboxed(box)
-    result = run_command(
-        "if exec 3</dev/tty; then echo has-a-terminal; fi",
-        cwd=box.workdir,
-        env=Bwrap().environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        wrap=wrap,
-    )
-    assert "has-a-terminal" not in result.stdout_text()
+# An engine started from the user's terminal, as `autoresearch run` is.
+ENGINE_ON_A_TERMINAL = """
+import os, sys
+from pathlib import Path
+from autoresearch.process import run_command
+from autoresearch.sandbox import Boundary, Bwrap, allowed_env
+
+work, out = Path(sys.argv[1]), Path(sys.argv[2])
+box = Boundary(work / "work", work / "tmp", env=allowed_env(os.environ))
+os.close(os.open("/dev/tty", os.O_RDONLY))  # this process has the terminal
+result = run_command(
+    "if exec 3</dev/tty; then echo has-a-terminal; else echo none; fi",
+    cwd=box.workdir, env=Bwrap().environment(box), timeout=20,
+    stdout_path=work / "o", stderr_path=work / "e",
+    wrap=lambda argv, fd: Bwrap().command(argv, box, fd),
+)
+out.write_text(result.stdout_text())
+"""
+
+
+def test_a_command_cannot_reach_the_engines_terminal(tmp_path: Path, box: Boundary) -> None:
+    # bubblewrap runs without --new-session: the engine's own new session for every command
+    # is what keeps it from the terminal, where TIOCSTI would type commands for the user.
+    import pty
+    import sys
+
+    out = tmp_path / "seen"
+    pid, master = pty.fork()
+    if pid == 0:  # the child has the pty as its controlling terminal
+        os.execv(
+            sys.executable, [sys.executable, "-c", ENGINE_ON_A_TERMINAL, str(tmp_path), str(out)]
+        )
+    while True:  # drain the terminal until the engine is done with it
+        try:
+            if not os.read(master, 1024):
+                break
+        except OSError:
+            break
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert out.read_text() == "none\n"
 
 
 def test_the_record_is_on_disk_before_the_sandbox_starts(tmp_path: Path, box: Boundary) -> None:
@@ -261,16 +281,6 @@ def test_the_record_is_on_disk_before_the_sandbox_starts(tmp_path: Path, box: Bo
             os._exit(97)
 
     wrap, _ = _sandboxed(box)
-    result = run_command(
-        "true",
-        cwd=box.workdir,
-        env=Bwrap().environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        wrap=wrap,
-        child=ChildRecord(record),
-        child_setup=before_exec,
-    )
+    result = boxed(box, "true", wrap, child=ChildRecord(record), child_setup=before_exec)
     assert result.ok, result.returncode
     assert not record.exists()  # cleared when the command ended

@@ -490,3 +490,27 @@ def test_a_name_git_refuses_is_an_edit_refused_and_the_campaign_goes_on(tmp_path
     records = [json.loads(line) for line in (repo / ".autoresearch/t/ledger.jsonl").open()]
     assert [r["status"] for r in records[1:]] == ["edit_refused", "keep", "keep"]
     assert "git cannot store" in records[1]["reason"]
+
+
+def _share_candidate(tmp_path: Path, sealed: bool) -> tuple[object, ...]:
+    repo = make_repo(tmp_path / ("sealed" if sealed else "scanned"), WATCHED_FILES)
+    (repo / ".gitignore").write_text("*.log\n")
+    base = commit_all(repo, "ignore logs")
+    (repo / "share").mkdir()
+    (repo / "share" / "d.txt").write_text("data\n")
+    workspace = Workspace(repo, "toy", repo / ".autoresearch" / "toy", ["share"])
+    workspace.ensure(base)
+    tree = workspace.tree_of(base)
+    workspace.watch(sealed=sealed)
+    # Only .gitignore is touched, but what it says changes what git sees of an untouched
+    # path: the share link the engine keeps ignored.
+    (workspace.path / ".gitignore").write_text("*.log\n!/share\n")
+    candidate = workspace.collect(base, tree, admit=lambda p: p == ".gitignore")
+    return candidate.tree, sorted((c.status, c.path) for c in candidate.changes), candidate.staged
+
+
+def test_ignore_rules_rewritten_are_read_for_the_whole_workspace(tmp_path: Path) -> None:
+    sealed = _share_candidate(tmp_path, sealed=True)
+    assert sealed == _share_candidate(tmp_path, sealed=False)
+    _tree, changes, staged = sealed
+    assert ("A", "share") in changes and not staged  # the share link, named and refused
