@@ -33,7 +33,7 @@ from autoresearch.guidance import Offer, offer
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.lifecycle import RunResult
 from autoresearch.owned import real_dir, refuse_links, remove
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, clean_text
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer, clean_text
 from autoresearch.rework import Rework
 from autoresearch.scope import PathMatcher
 from autoresearch.workspace import Workspace
@@ -89,7 +89,7 @@ def snapshot_edits(workspace: Workspace, start: str, checked_index: bool = False
         remove(index)
 
 
-class HandEdits:
+class HandEdits(Proposer):
     """A proposer whose proposal is the edit the agent already made in the workspace.
 
     The engine asks it to take the workspace over (`reopen_workspace`) instead of making
@@ -98,6 +98,7 @@ class HandEdits:
     made."""
 
     runs_commands = False  # nothing runs while the engine waits: there is nothing to watch
+    edits_in_place = True
 
     def __init__(
         self, description: str = "", judged: Callable[[str], bool] = lambda path: False

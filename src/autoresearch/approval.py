@@ -20,7 +20,7 @@ from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.ledger import Ledger
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
 from autoresearch.startup import lock_campaign, utc_now
 
 
@@ -133,7 +133,7 @@ def merged_tree(root: Path, record: AttemptRecord, onto: str) -> str:
         return tree.stdout.strip()
 
 
-class ApprovedChange:
+class ApprovedChange(Proposer):
     """Stands in for the proposer while an approved change is re-checked: it proposes
     nothing (the engine loads the change itself) and hears the verdict."""
 

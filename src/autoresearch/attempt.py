@@ -44,14 +44,18 @@ class Status(StrEnum):
     MERGED = "merged"
 
     @property
+    def traits(self) -> Traits:
+        return TRAITS[self]
+
+    @property
     def halts(self) -> bool:
         """The campaign stops at once: the judge or the user's checkout is not what it was."""
-        return self in (Status.TAMPERED, Status.CHECKOUT_CHANGED)
+        return self.traits.halts
 
     @property
     def sets_best(self) -> bool:
         """The attempt's commit is the incumbent afterwards."""
-        return self in (Status.BASELINE, Status.KEEP, Status.MERGED)
+        return self.traits.sets_best
 
     @property
     def kept_change(self) -> bool:
@@ -67,19 +71,7 @@ class Status(StrEnum):
     @property
     def is_failure(self) -> bool:
         """Something went wrong (as opposed to a measured change that was not better)."""
-        return self not in (
-            Status.BASELINE,
-            Status.KEEP,
-            Status.DISCARD,
-            Status.NO_CHANGE,
-            Status.DUPLICATE,
-            Status.CONSTRAINT_FAILED,
-            Status.OVERFIT,
-            Status.AWAITING_APPROVAL,
-            Status.REJECTED,
-            Status.SUPERSEDED,
-            Status.MERGED,
-        )
+        return self.traits.failure
 
     @property
     def failed_or_refused(self) -> bool:
@@ -92,70 +84,96 @@ class Status(StrEnum):
         (`awaiting_approval` waits for a person; it did not fail)."""
         if self is Status.INTERRUPTED:
             return False
-        return self.is_failure or self in (
-            Status.DUPLICATE,
-            Status.CONSTRAINT_FAILED,
-            Status.OVERFIT,
-            Status.REJECTED,
-            Status.SUPERSEDED,
-        )
+        return self.traits.failure or self.traits.refused
 
     @property
     def dead_end(self) -> bool:
         """A change seen through that did not help: measured and not kept, or turned down
         by a person. Not a candidate still in play (parked for approval, sent back for a
         rework) and not one never measured (a duplicate repeats an attempt listed already)."""
-        if self in (Status.AWAITING_APPROVAL, Status.REWORK):
+        if self.traits.in_play:
             return False
         return (self.measured and not self.sets_best) or self is Status.REJECTED
 
     @property
     def measured(self) -> bool:
         """The metric ran on the candidate (its number may still be missing: a crash)."""
-        return self in (
-            Status.BASELINE,
-            Status.KEEP,
-            Status.DISCARD,
-            Status.CRASH,
-            Status.TIMEOUT,
-            Status.GUARD_FAILED,
-            Status.CONSTRAINT_FAILED,
-            Status.OVERFIT,
-            Status.AWAITING_APPROVAL,
-            Status.REWORK,
-            Status.SUPERSEDED,
-            Status.MERGED,
-        )
+        return self.traits.measured
 
     @property
     def rule_kept(self) -> bool:
         """The decision rule found the candidate better; something after it refused it."""
-        return self in (
-            Status.GUARD_FAILED,
-            Status.CONSTRAINT_FAILED,
-            Status.OVERFIT,
-            Status.AWAITING_APPROVAL,
-            Status.REWORK,
-        )
+        return self.traits.rule_kept
 
     @property
     def rolls_back_unmeasured(self) -> bool:
         """Decided by screening what the proposer did, before any measurement."""
-        return self in (
-            Status.SCOPE_VIOLATION,
-            Status.NO_CHANGE,
-            Status.TAMPERED,
-            Status.PROPOSER_FAILED,
-            Status.EDIT_REFUSED,
-            Status.CHECKOUT_CHANGED,
-            Status.DUPLICATE,
-        )
+        return self.traits.screened
 
     @property
     def shows_reason(self) -> bool:
         """The record's reason is worth showing beside it: why it failed, or the rule's
         statistic and threshold behind a keep or a discard."""
         return self is not Status.BASELINE
+
+    @property
+    def stores_content(self) -> bool:
+        """The candidate keeps its ref: not one rejected for what it touched (its content
+        leaves the repository with the next `git gc`)."""
+        return not self.traits.rejects_content
+
+    @property
+    def fast_roll_back(self) -> bool:
+        """After this outcome only the attempt's own paths need undoing; anything unusual
+        (a signal, a tamper, a proposer that failed midway) gets a full reset."""
+        return self.traits.fast_roll_back
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What the code asks of a status, one row per status in `TRAITS`."""
+
+    measured: bool = False  # the metric ran on the candidate
+    sets_best: bool = False  # its commit is the incumbent afterwards
+    failure: bool = False  # something went wrong
+    refused: bool = False  # not a failure, but a check refused it (memory, breaker)
+    rule_kept: bool = False  # the rule found it better; a later check refused it
+    screened: bool = False  # decided before any measurement
+    halts: bool = False  # the campaign stops at once
+    in_play: bool = False  # the candidate waits (approval, rework): not a dead end
+    rejects_content: bool = False  # refused for what it touched: no ref keeps it
+    fast_roll_back: bool = False  # only the attempt's own paths are undone
+
+
+TRAITS: dict[Status, Traits] = {
+    Status.BASELINE: Traits(measured=True, sets_best=True),
+    Status.KEEP: Traits(measured=True, sets_best=True, fast_roll_back=True),
+    Status.MERGED: Traits(measured=True, sets_best=True),
+    Status.DISCARD: Traits(measured=True, fast_roll_back=True),
+    Status.CRASH: Traits(measured=True, failure=True, fast_roll_back=True),
+    Status.TIMEOUT: Traits(measured=True, failure=True),
+    Status.GUARD_FAILED: Traits(measured=True, failure=True, rule_kept=True, fast_roll_back=True),
+    Status.CONSTRAINT_FAILED: Traits(
+        measured=True, refused=True, rule_kept=True, fast_roll_back=True
+    ),
+    Status.OVERFIT: Traits(measured=True, refused=True, rule_kept=True, fast_roll_back=True),
+    Status.AWAITING_APPROVAL: Traits(
+        measured=True, rule_kept=True, in_play=True, fast_roll_back=True
+    ),
+    Status.REWORK: Traits(
+        measured=True, failure=True, rule_kept=True, in_play=True, fast_roll_back=True
+    ),
+    Status.SUPERSEDED: Traits(measured=True, refused=True),
+    Status.REJECTED: Traits(refused=True),
+    Status.NO_CHANGE: Traits(screened=True, fast_roll_back=True),
+    Status.DUPLICATE: Traits(screened=True, refused=True, fast_roll_back=True),
+    Status.SCOPE_VIOLATION: Traits(screened=True, failure=True, rejects_content=True),
+    Status.TAMPERED: Traits(screened=True, failure=True, halts=True, rejects_content=True),
+    Status.CHECKOUT_CHANGED: Traits(screened=True, failure=True, halts=True),
+    Status.PROPOSER_FAILED: Traits(screened=True, failure=True),
+    Status.EDIT_REFUSED: Traits(screened=True, failure=True),
+    Status.INTERRUPTED: Traits(failure=True),
+}
 
 
 @dataclass(frozen=True)

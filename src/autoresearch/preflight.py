@@ -123,11 +123,8 @@ def proposer_check(
     """Ask the proposer whether it can work here (its executable, its endpoint)."""
     if proposer is None:
         return ProposerCheck(kind)
-    preflight = getattr(proposer, "preflight", None)
-    if not callable(preflight):
-        return ProposerCheck(kind, detail=kind)
     try:
-        return ProposerCheck(kind, detail=str(preflight(workspace, offline)))
+        return ProposerCheck(kind, detail=proposer.preflight(workspace, offline) or kind)
     except ConfigError:
         raise
     except AutoresearchError as exc:

@@ -36,7 +36,6 @@ class Review:
     numstat: Callable[[str, str], str]  # git diff --numstat parent commit
     holdout: HoldoutCheck | None = None  # (iteration, candidate, incumbent) -> why overfit
     unattended: bool = False
-    approved: bool = False  # re-checking a change a person approved: no parking
 
     def judge(
         self,
@@ -46,6 +45,8 @@ class Review:
         measured: Evaluation,
         incumbent: Incumbent,
         rework_left: int = 0,
+        *,
+        approved: bool = False,  # re-checking a change a person approved: no parking
     ) -> Judged:
         cfg = self.campaign.config
         direction = str(cfg.metric.direction)
@@ -98,7 +99,7 @@ class Review:
                 elif holdout is not None and "error" in holdout:
                     status = Status.CRASH  # the holdout could not say: nothing is kept
                 return Judged(status, overfit, measured, seconds, recorded, holdout)
-        critical = [] if self.approved else self._critical(files)
+        critical = [] if approved else self._critical(files)
         if critical:
             why = f"touches {', '.join(critical)} ([approval] paths); {reason or 'better'}"
             if self.unattended:

@@ -843,6 +843,11 @@ class Workspace:
         self.repo.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
         self.git.run("update-ref", "--no-deref", "HEAD", commit)
 
+    def move_head(self, commit: str) -> None:
+        """Point the workspace's HEAD at `commit`, whose files it holds already (a slot's
+        candidate that was kept)."""
+        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+
     def record_ref(self, iteration: int, commit: str) -> None:
         self.repo.run("update-ref", self.attempt_ref(iteration), commit)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autoresearch.attempt import Status
 from autoresearch.executors.base import OK, CommandSpec, Executor, Measurement
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
 
 Metric = Callable[[Path], float]  # raises ValueError for a crash
 Guard = Callable[[Path], bool]
@@ -56,7 +56,7 @@ class MemoryExecutor(Executor):
         return Measurement(OK, value, 0.01, "", out)
 
 
-class ScriptedProposer:
+class ScriptedProposer(Proposer):
     """Plays one edit per attempt, in order; the last one repeats. `runs_commands` is
     False: it writes only through its own code."""
 

@@ -17,10 +17,10 @@ import pytest
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
+from autoresearch.engine.slots import lost_in_slots
 from autoresearch.errors import ConfigError
 from autoresearch.events import Event, PhaseChanged
 from autoresearch.ledger import Ledger
-from autoresearch.parallel import lost_in_slots
 from autoresearch.status import campaign_status
 from autoresearch.testing.repo import git
 from autoresearch.verify import verify_campaign
@@ -191,12 +191,36 @@ def test_cores_beyond_the_machine_are_refused_in_one_sentence(tmp_path: Path) ->
         Engine(load_campaign(repo), jobs=2).run()
 
 
-def test_a_guard_rework_with_several_jobs_is_refused_in_one_sentence(tmp_path: Path) -> None:
-    repo = script_campaign(tmp_path, "true\n", guard={"command": "true", "rework": 2})
-    with pytest.raises(ConfigError, match=r"guard\.rework.*--jobs 1"):
-        Engine(load_campaign(repo), jobs=2).run()
-    # Refused before anything was measured or logged.
-    assert Ledger(repo / ".autoresearch" / "t").read() == []
+# The proposer's try at a candidate the guard refused fixes it; a fresh attempt breaks it.
+REWORKED = """if grep -q broken calc.py; then
+    sed -i '/broken/d' calc.py
+else
+    printf 'N = 5\n# broken\n' > calc.py
+fi
+"""
+
+
+def test_a_guard_rework_with_several_jobs_gives_the_refused_candidate_its_try(
+    tmp_path: Path,
+) -> None:
+    repo = script_campaign(
+        tmp_path,
+        REWORKED,
+        guard={"command": "! grep -q broken calc.py", "rework": 2},
+        **{"stop.max_iterations": 4},
+    )
+    records, _ = run(repo, jobs=2)
+    sent_back = {r.iteration for r in records if r.status is Status.REWORK}
+    assert sent_back, [(r.iteration, r.status) for r in records]
+    tries = [r for r in records if r.rework_of is not None]
+    assert tries and all(t.rework_of in sent_back for t in tries)
+    kept = [r for r in records if r.status.sets_best and r.iteration]
+    assert kept and kept[0].rework_of in sent_back
+    # What the branch holds passed the guard, and every keep was measured fresh.
+    assert git(repo, "show", "autoresearch/t:calc.py") == "N = 5\n"
+    assert_never_kept_on_stale_evidence(records)
+    report = verify_campaign(repo, repo / ".autoresearch" / "t", "t")
+    assert report.ok, report.problems
 
 
 @pytest.mark.parametrize(

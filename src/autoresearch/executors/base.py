@@ -81,6 +81,12 @@ class Executor(Protocol):
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
     ) -> Measurement: ...
 
+    def cancel(self) -> None:
+        """Stop the runs in flight, from another thread, when the campaign stops. Runs on
+        this machine end with their process group; an executor that runs elsewhere (Ray)
+        cancels its tasks."""
+        return None
+
     def close(self) -> None:
         """Release what `start` took. Safe to call more than once, or without `start`."""
         return None

@@ -57,9 +57,7 @@ def parse_options(config: ProposerConfig, source: str) -> BaseModel:
 
 def validate_proposer(proposer: Proposer, workspace: Path) -> None:
     """Let a proposer check its settings against the files it will edit."""
-    validate = getattr(proposer, "validate", None)
-    if callable(validate):
-        validate(workspace)
+    proposer.validate(workspace)
 
 
 CHILD_RECORD = "child.pgid"

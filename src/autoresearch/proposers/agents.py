@@ -30,6 +30,7 @@ from autoresearch.proposers.base import (
     Outcome,
     Proposal,
     ProposalContext,
+    Proposer,
     ProposerSetup,
     clean_text,
 )
@@ -304,7 +305,7 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-class AgentProposer:
+class AgentProposer(Proposer):
     def __init__(self, kind: str, options: AgentOptions, setup: ProposerSetup) -> None:
         self.preset = PRESETS[kind]
         self.kind = kind

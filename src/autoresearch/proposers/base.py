@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from autoresearch.confinement import Confinement
 from autoresearch.process import ChildRecord
@@ -135,22 +135,89 @@ class Outcome:
     memory: str = ""  # the research memory after this attempt, for proposers without a prompt
 
 
-class Proposer(Protocol):
+class Proposer:
     """Edits files in `ctx.workspace`; the engine finds out what changed from git.
 
-    Optional members, looked up with getattr: `validate(workspace)` checks the settings
-    against the files before the campaign starts; `preflight(workspace, offline) -> str`
-    checks what the proposer needs (its executable, its endpoint unless `offline`) for
-    `check`, says in a few words what was found, and raises `AutoresearchError` when it
-    cannot work;
-    `runs_commands = False` says the proposer writes only through its own code, so the
-    user's checkout need not be watched;
-    `exhausted() -> bool`, asked before every attempt, says it has nothing left to try (the
-    campaign stops with `space_exhausted`).
+    Subclass it: `propose` is the one method a kind must write; every other member is a
+    declared capability or a hook whose default is the safe answer, so a kind says what it
+    is by what it overrides, and a misspelt name fails loudly (the conformance suite in
+    `autoresearch.testing` checks each declaration against what the kind really does).
+
+    Declarations (class attributes, or set per instance in `__init__`):
+
+    `runs_commands`: it starts processes, which could write anywhere the user can, so the
+    user's checkout is watched while it works. False: it writes only through its own code.
+    `confined`: those processes run sealed in the sandbox (nothing outlives them).
+    `parallel_safe`: one instance may serve several slots at once (it keeps its own lock);
+    otherwise each slot gets its own, or the slots take turns with one handed in.
+    `edits_in_place`: the agent-driven mode: the proposal is the edit already made in the
+    workspace, which the engine takes over (`reopen_workspace`) instead of making afresh.
     """
 
-    def propose(self, ctx: ProposalContext) -> Proposal: ...
+    runs_commands: bool = True
+    confined: bool = False
+    parallel_safe: bool = False
+    edits_in_place: bool = False
 
-    def observe(self, outcome: Outcome) -> None: ...
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        raise NotImplementedError
 
-    def close(self) -> None: ...
+    def observe(self, outcome: Outcome) -> None:
+        """Hears the verdict on its proposal."""
+
+    def close(self) -> None:
+        """Releases what it holds; called once when the run ends."""
+
+    def validate(self, workspace: Path) -> None:
+        """Checks the settings against the files before the campaign starts; raises
+        `ConfigError` when they cannot work."""
+
+    def preflight(self, workspace: Path, offline: bool) -> str:
+        """For `check`: what the proposer needs (its executable, its endpoint unless
+        `offline`), said in a few words; raises `AutoresearchError` when it cannot work."""
+        return ""
+
+    def exhausted(self) -> bool:
+        """Asked before every attempt: True when it has nothing left to try (the campaign
+        stops with `space_exhausted`)."""
+        return False
+
+    def reopen_workspace(self, workspace: Any, start: str) -> bool:
+        """With `edits_in_place`: take the workspace over as it stands (True), or let the
+        engine make it afresh (False)."""
+        return False
+
+    @property
+    def edited_on_candidate(self) -> bool:
+        """Under a guard rework, the edit found now was made on top of the candidate sent
+        back: the engine must not overwrite it with the bare candidate."""
+        return False
+
+    @property
+    def sealed(self) -> bool:
+        """Nothing it starts outlives it: its commands sealed by the sandbox, or its writes
+        its own code. Only then may the kernel's account of a folder stand for it."""
+        return not self.edits_in_place and (not self.runs_commands or self.confined)
+
+
+class Adapted(Proposer):
+    """A proposer written against the bare `propose`/`observe`/`close` protocol: it declares
+    nothing, so it gets the safe defaults (it may run commands, unconfined, one slot)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        proposal: Proposal = self.inner.propose(ctx)
+        return proposal
+
+    def observe(self, outcome: Outcome) -> None:
+        self.inner.observe(outcome)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def as_proposer(proposer: Any) -> Proposer:
+    """`proposer` as the engine uses it: a `Proposer`, or one adapted to its defaults."""
+    return proposer if isinstance(proposer, Proposer) else Adapted(proposer)

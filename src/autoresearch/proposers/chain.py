@@ -10,15 +10,15 @@ from pathlib import Path
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
 
 
-class ProposerChain:
+class ProposerChain(Proposer):
     def __init__(self, members: Sequence[Proposer], kinds: Sequence[str]) -> None:
         self.members = list(members)
         self.kinds = list(kinds)
         self.active: int | None = None
         # The checkout is watched unless every member writes only through its own code or
         # runs confined.
-        self.runs_commands = any(getattr(m, "runs_commands", True) for m in self.members)
-        self.confined = all(getattr(m, "confined", False) for m in self.members)
+        self.runs_commands = any(m.runs_commands for m in self.members)
+        self.confined = all(m.confined for m in self.members)
 
     def pick(self, index: int) -> int:
         return min(max(index, 0), len(self.members) - 1)
@@ -42,18 +42,14 @@ class ProposerChain:
 
     def validate(self, workspace: Path) -> None:
         for member in self.members:
-            validate = getattr(member, "validate", None)
-            if callable(validate):
-                validate(workspace)
+            member.validate(workspace)
 
     def preflight(self, workspace: Path, offline: bool) -> str:
         found = []
         for kind, member in zip(self.kinds, self.members, strict=True):
-            check = getattr(member, "preflight", None)
-            found.append(str(check(workspace, offline)) if callable(check) else kind)
+            found.append(member.preflight(workspace, offline) or kind)
         return "; then ".join(found)
 
     def exhausted(self) -> bool:
         """Every member has nothing left to try."""
-        checks = [getattr(m, "exhausted", None) for m in self.members]
-        return all(callable(c) and c() for c in checks)
+        return all(m.exhausted() for m in self.members)

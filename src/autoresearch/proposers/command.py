@@ -18,6 +18,7 @@ from autoresearch.proposers.base import (
     Outcome,
     Proposal,
     ProposalContext,
+    Proposer,
     ProposerSetup,
     clean_text,
     read_head,
@@ -118,7 +119,7 @@ def executable_problem(command: str, workspace: Path) -> tuple[str, str | None]:
     return found, None
 
 
-class CommandProposer:
+class CommandProposer(Proposer):
     def __init__(self, options: CommandOptions, setup: ProposerSetup) -> None:
         self.options = options
         self.child = setup.child

@@ -31,6 +31,7 @@ from autoresearch.proposers.base import (
     Outcome,
     Proposal,
     ProposalContext,
+    Proposer,
     ProposerSetup,
     clean_text,
 )
@@ -173,7 +174,7 @@ def build_messages(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-class ChatProposer:
+class ChatProposer(Proposer):
     # Writes files only through the engine's own code: the user's checkout is safe.
     runs_commands = False
 

@@ -19,7 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
 from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read_param, write_param
-from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, ProposerSetup
+from autoresearch.proposers.base import (
+    Outcome,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    ProposerSetup,
+)
 from autoresearch.scope import PathMatcher
 
 # A duplicate is told the number its earlier twin measured (read from the ledger); a
@@ -85,7 +91,7 @@ def _short(ref: ParamRef, refs: list[ParamRef]) -> str:
     return ref.key if len(same) == 1 else str(ref)
 
 
-class OptunaProposer:
+class OptunaProposer(Proposer):
     # Writes files only through the engine's own code: the user's checkout is safe.
     runs_commands = False
     # One study serves every slot with `[executor] jobs`: trials are asked while others
