@@ -1,21 +1,24 @@
 """What a careful engineer checks once the numbers are in, in order, first refusal wins:
 
     the rule's verdict (or a simplification: equal within noise, less code)
-    -> constraints of [[metrics]]          constraint_failed
-    -> simplicity: the gain pays its lines discard
-    -> the guard (sent back for rework)    rework, guard_failed
-    -> the holdout, unseen by the proposer overfit
-    -> critical paths                      awaiting_approval
+    -> Constraints: [[metrics]]               constraint_failed
+    -> Simplicity: the gain pays its lines    discard
+    -> Guard (sent back for rework)           rework, guard_failed
+    -> Holdout, unseen by the proposer        overfit
+    -> Approval: critical paths               awaiting_approval, rejected
     -> keep
 
-The guard runs only for a candidate every cheaper check let through, the holdout only for
-one about to be kept.
+Each check is one class with one method: it looks at the `Case` and returns a refusal (the
+`Judged` the attempt ends with) or None. A new check is one class in `Review.checks`, not
+a branch. The guard runs only for a candidate every cheaper check let through, the holdout
+only for one about to be kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from autoresearch.attempt import Incumbent, Status
 from autoresearch.config import Campaign
@@ -30,12 +33,142 @@ HoldoutCheck = Callable[[int, str, str], tuple[str | None, dict[str, object] | N
 
 
 @dataclass
+class Case:
+    """A candidate the rule let through (or a simplification), as the checks see it. The
+    checks that run commands add what they spent and found."""
+
+    iteration: int
+    commit: str
+    files: tuple[str, ...]
+    measured: Evaluation
+    incumbent: Incumbent
+    reason: str | None
+    lines: dict[str, Any] | None  # the diff size, when simplicity weighs it
+    diff: Lines | None
+    rework_left: int = 0
+    approved: bool = False  # re-checking a change a person approved: no parking
+    seconds: float = 0.0  # spent by the checks' own commands
+    holdout: dict[str, Any] | None = None
+
+    def refuse(self, status: Status, reason: str | None) -> Judged:
+        return Judged(status, reason, self.measured, self.seconds, self.lines, self.holdout)
+
+
+class Check(Protocol):
+    def __call__(self, case: Case) -> Judged | None: ...
+
+
+@dataclass
+class Constraints:
+    campaign: Campaign
+    evaluator: Evaluator
+
+    def __call__(self, case: Case) -> Judged | None:
+        cfg = self.campaign.config
+        violation = check(
+            cfg.metrics,
+            case.measured.secondary,
+            self.evaluator.incumbent_secondary(case.incumbent.commit, case.measured),
+            cfg.decision.confidence,
+        )
+        return (
+            None if violation is None else case.refuse(Status.CONSTRAINT_FAILED, violation.reason)
+        )
+
+
+@dataclass
+class Simplicity:
+    campaign: Campaign
+
+    def __call__(self, case: Case) -> Judged | None:
+        simplicity = settings(self.campaign.config.decision.simplicity)
+        measured, incumbent = case.measured, case.incumbent
+        if simplicity is None or case.diff is None or measured.verdict is not Verdict.KEEP:
+            return None
+        if measured.metric is None or incumbent.metric is None:
+            return None
+        direction = str(self.campaign.config.metric.direction)
+        short = pays(simplicity, case.diff, measured.metric, incumbent.metric, direction)
+        return None if short is None else case.refuse(Status.DISCARD, short)
+
+
+@dataclass
+class Guard:
+    evaluator: Evaluator
+
+    def __call__(self, case: Case) -> Judged | None:
+        guard = self.evaluator.run_guard(case.iteration, case.commit)
+        case.seconds += guard.seconds
+        if not guard.failure:
+            return None
+        if guard.failure == Status.TAMPERED:
+            return case.refuse(Status.TAMPERED, guard.reason)
+        if case.rework_left > 0:
+            why = f"{guard.reason}; sent back for rework ({case.rework_left} left)"
+            return case.refuse(Status.REWORK, why)
+        return case.refuse(Status.GUARD_FAILED, guard.reason)
+
+
+@dataclass
+class Holdout:
+    run: HoldoutCheck
+
+    def __call__(self, case: Case) -> Judged | None:
+        overfit, found, spent = self.run(case.iteration, case.commit, case.incumbent.commit)
+        case.seconds += spent
+        case.holdout = found
+        if overfit is None:
+            return None
+        status = Status.OVERFIT
+        if overfit.startswith("tampered: "):
+            status, overfit = Status.TAMPERED, overfit.removeprefix("tampered: ")
+        elif found is not None and "error" in found:
+            status = Status.CRASH  # the holdout could not say: nothing is kept
+        return case.refuse(status, overfit)
+
+
+@dataclass
+class Approval:
+    campaign: Campaign
+    unattended: bool
+
+    def __call__(self, case: Case) -> Judged | None:
+        approval = self.campaign.config.approval
+        if approval is None or case.approved:
+            return None
+        matcher = PathMatcher(approval.paths)
+        critical = [f for f in case.files if matcher.matches(f)]
+        if not critical:
+            return None
+        why = f"touches {', '.join(critical)} ([approval] paths); {case.reason or 'better'}"
+        if self.unattended:
+            why = f"{why}; rejected: unattended run, nobody to approve it"
+            return case.refuse(Status.REJECTED, why)
+        return case.refuse(Status.AWAITING_APPROVAL, why)
+
+
+@dataclass
 class Review:
     campaign: Campaign
     evaluator: Evaluator
     numstat: Callable[[str, str], str]  # git diff --numstat parent commit
     holdout: HoldoutCheck | None = None  # (iteration, candidate, incumbent) -> why overfit
     unattended: bool = False
+    checks: list[Check] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.checks = self.make_checks()
+
+    def make_checks(self) -> list[Check]:
+        checks: list[Check] = [
+            Constraints(self.campaign, self.evaluator),
+            Simplicity(self.campaign),
+            Guard(self.evaluator),
+        ]
+        if self.holdout is not None:
+            checks.append(Holdout(self.holdout))
+        checks.append(Approval(self.campaign, self.unattended))
+        return checks
 
     def judge(
         self,
@@ -46,67 +179,28 @@ class Review:
         incumbent: Incumbent,
         rework_left: int = 0,
         *,
-        approved: bool = False,  # re-checking a change a person approved: no parking
+        approved: bool = False,
     ) -> Judged:
-        cfg = self.campaign.config
-        direction = str(cfg.metric.direction)
-        simplicity = settings(cfg.decision.simplicity)
-        lines: Lines | None = None
+        simplicity = settings(self.campaign.config.decision.simplicity)
+        diff: Lines | None = None
         if simplicity is not None:
-            lines = parse_numstat(self.numstat(incumbent.commit, commit))
-        recorded = lines.to_json(simplicity) if lines and simplicity else None
+            diff = parse_numstat(self.numstat(incumbent.commit, commit))
+        recorded = diff.to_json(simplicity) if diff and simplicity else None
         reason = measured.reason or None
         if measured.verdict is not Verdict.KEEP:
-            simpler = self._simplification(measured, incumbent, lines)
+            simpler = self._simplification(measured, incumbent, diff)
             if simpler is None:
                 return Judged(Status.DISCARD, reason, measured, lines=recorded)
             reason = simpler
-        violation = check(
-            cfg.metrics,
-            measured.secondary,
-            self.evaluator.incumbent_secondary(incumbent.commit, measured),
-            cfg.decision.confidence,
-        )
-        if violation is not None:
-            return Judged(Status.CONSTRAINT_FAILED, violation.reason, measured, lines=recorded)
-        if (
-            simplicity is not None
-            and lines is not None
-            and measured.verdict is Verdict.KEEP
-            and measured.metric is not None
-            and incumbent.metric is not None
-        ):
-            short = pays(simplicity, lines, measured.metric, incumbent.metric, direction)
-            if short is not None:
-                return Judged(Status.DISCARD, short, measured, lines=recorded)
-        guard = self.evaluator.run_guard(iteration, commit)
-        if guard.failure:
-            if guard.failure == Status.TAMPERED:
-                return Judged(Status.TAMPERED, guard.reason, measured, guard.seconds, recorded)
-            if rework_left > 0:
-                why = f"{guard.reason}; sent back for rework ({rework_left} left)"
-                return Judged(Status.REWORK, why, measured, guard.seconds, recorded)
-            return Judged(Status.GUARD_FAILED, guard.reason, measured, guard.seconds, recorded)
-        seconds = guard.seconds
-        holdout: dict[str, object] | None = None
-        if self.holdout is not None:
-            overfit, holdout, spent = self.holdout(iteration, commit, incumbent.commit)
-            seconds += spent
-            if overfit is not None:
-                status = Status.OVERFIT
-                if overfit.startswith("tampered: "):
-                    status, overfit = Status.TAMPERED, overfit.removeprefix("tampered: ")
-                elif holdout is not None and "error" in holdout:
-                    status = Status.CRASH  # the holdout could not say: nothing is kept
-                return Judged(status, overfit, measured, seconds, recorded, holdout)
-        critical = [] if approved else self._critical(files)
-        if critical:
-            why = f"touches {', '.join(critical)} ([approval] paths); {reason or 'better'}"
-            if self.unattended:
-                why = f"{why}; rejected: unattended run, nobody to approve it"
-                return Judged(Status.REJECTED, why, measured, seconds, recorded, holdout)
-            return Judged(Status.AWAITING_APPROVAL, why, measured, seconds, recorded, holdout)
-        return Judged(Status.KEEP, reason, measured, seconds, recorded, holdout)
+        case = Case(
+            iteration, commit, files, measured, incumbent, reason, recorded, diff,
+            rework_left, approved,
+        )  # fmt: skip
+        for one in self.checks:
+            refusal = one(case)
+            if refusal is not None:
+                return refusal
+        return case.refuse(Status.KEEP, reason)
 
     def _simplification(
         self, measured: Evaluation, incumbent: Incumbent, lines: Lines | None
@@ -133,10 +227,3 @@ class Review:
             f"(+{lines.added}/-{lines.removed}) with the metric {how} "
             f"({estimate(measured.samples):.4g} vs {estimate(reference):.4g})"
         )
-
-    def _critical(self, files: tuple[str, ...]) -> list[str]:
-        approval = self.campaign.config.approval
-        if approval is None:
-            return []
-        matcher = PathMatcher(approval.paths)
-        return [f for f in files if matcher.matches(f)]

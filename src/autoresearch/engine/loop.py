@@ -431,16 +431,16 @@ class Engine:
         self.trees = TreeIndex(git_trees(self.workspace.git))
         self.trees.load(self.records)
         workspace = self.workspace
+        if self.cfg.holdout:
+            self.holdout = Holdout(self.campaign, evaluator, start)
+            self.holdout.load(self.records)
         review = Review(
             self.campaign,
             evaluator,
             lambda a, b: workspace.git.run("diff", "--numstat", "--no-renames", a, b),
+            holdout=self.holdout.check if self.holdout is not None else None,
             unattended=self.unattended,
         )
-        if self.cfg.holdout:
-            self.holdout = Holdout(self.campaign, evaluator, start)
-            self.holdout.load(self.records)
-            review.holdout = self.holdout.check
         if self.records:
             self._decision()
         self._queue_lost(start)
