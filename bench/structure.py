@@ -1,107 +1,178 @@
-"""Print the code-structure figures the core is held to.
+"""Figures of the package's structure, read from the source: what `CONTRIBUTING.md` and
+`docs/architecture.md` hold it to.
 
-    python bench/structure.py [--no-mypy]
+    python bench/structure.py [SRC]     # SRC defaults to src/autoresearch
 
-engine.py's length and longest function, functions over 50 lines in the package, status
-string literals outside the `Status` enum, and mypy's error count.
+Prints the lines of the engine's modules, the ten longest functions, capability probes
+(`getattr`/`hasattr` on a proposer or executor member), import cycles among the package's
+modules, private members used across modules, and the modules at the package root.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
-import re
-import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "src" / "autoresearch"
-STATUSES = {
-    "baseline", "keep", "discard", "crash", "timeout", "guard_failed", "scope_violation",
-    "no_change", "tampered", "proposer_failed", "edit_refused", "interrupted",
-    "checkout_changed",
+CAPABILITIES = {
+    "validate", "preflight", "exhausted", "runs_commands", "confined", "parallel_safe",
+    "reopen_workspace", "edited_on_candidate", "edits_in_place", "cancel",
 }  # fmt: skip
-VOCABULARY = PACKAGE / "attempt.py"  # where the strings are defined, once
+ENGINE = ("engine.py", "parallel.py", "engine")
 
 
-def functions(tree: ast.AST) -> list[tuple[int, str]]:
-    return [
-        (node.end_lineno - node.lineno + 1, node.name)  # type: ignore[operator]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
-
-
-def status_literals(path: Path, tree: ast.AST) -> list[tuple[int, str]]:
-    """Strings spelling a status where code decides by status: compared with something
-    (`== "keep"`, `in ("keep", "discard")`), or the keys of a table by status; and quoted
-    statuses in page code held in a Python string. A JSON key or a config key that happens
-    to share a status's name ("baseline", "timeout") is not a status literal."""
-    found: list[tuple[int, str]] = []
-
-    def strings(node: ast.AST) -> list[ast.Constant]:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return [node]
-        if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            return [c for e in node.elts for c in strings(e)]
-        return []
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
-            for side in (node.left, *node.comparators):
-                found += [(c.lineno, c.value) for c in strings(side) if c.value in STATUSES]
-        elif isinstance(node, ast.Dict):
-            keys = [k for k in node.keys if k is not None]
-            named = [k for k in keys for c in strings(k) if c.value in STATUSES]
-            if len(named) >= 2:
-                found += [(k.lineno, k.value) for k in named if isinstance(k, ast.Constant)]
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and ("function" in node.value or "=>" in node.value)  # page code
-        ):
-            for quoted in re.findall(r"[\"']([a-z_]+)[\"']", node.value):
-                if quoted in STATUSES:
-                    found.append((node.lineno, quoted))
+def modules(src: Path) -> dict[str, Path]:
+    found = {}
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
     return found
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-mypy", action="store_true", help="skip the mypy run")
-    parser.add_argument("--list", action="store_true", help="list every status literal")
-    args = parser.parse_args()
-    engine = PACKAGE / "engine.py"
-    engine_tree = ast.parse(engine.read_text())
-    longest = max(functions(engine_tree))
-    print(
-        f"engine.py: {len(engine.read_text().splitlines())} lines, longest function "
-        f"{longest[1]} ({longest[0]} lines)"
-    )
-    long_functions = []
-    literals = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        rel = path.relative_to(ROOT)
-        long_functions += [(n, f"{rel}:{name}") for n, name in functions(tree) if n > 50]
-        if path != VOCABULARY:
-            literals += [(f"{rel}:{line}", text) for line, text in status_literals(path, tree)]
-    print(f"functions over 50 lines in the package: {len(long_functions)}")
-    for n, where in sorted(long_functions, reverse=True):
-        print(f"  {where} ({n} lines)")
-    print(f"status string literals outside the enum: {len(literals)}")
-    if args.list:
-        for where, text in literals:
-            print(f"  {where}: {text!r}")
-    if not args.no_mypy:
-        out = subprocess.run(
-            [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
-        ).stdout
-        match = re.search(r"Found (\d+) errors?", out)
-        print(f"mypy errors: {match.group(1) if match else 0}")
-    return 0
+def imports(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    """The package's modules `name` imports anywhere: at the top, for types only, or
+    inside a function (a lazy import is a dependency all the same)."""
+    out: set[str] = set()
+    package = name if name in known and _is_package(name, known) else name.rsplit(".", 1)[0]
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name in known)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                    base = f"{base}.{node.module}" if node.module else base
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    out.add(full if full in known else base)
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    visit([child])
+
+    visit(tree.body)
+    return {m for m in out if m in known and m != name}
+
+
+def _is_package(name: str, known: set[str]) -> bool:
+    return any(k.startswith(name + ".") for k in known)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            strong(v)
+    return found
+
+
+def main() -> None:
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else "src/autoresearch").resolve()
+    mods = modules(src)
+    trees = {name: ast.parse(path.read_text()) for name, path in mods.items()}
+    known = set(mods)
+    for name in ENGINE:
+        target = src / name
+        files = sorted(target.rglob("*.py")) if target.is_dir() else [target]
+        for file in (f for f in files if f.exists()):
+            lines = len(file.read_text().splitlines())
+            print(f"lines of {file.relative_to(src)}: {lines}")
+    functions = []
+    probes = 0
+    defined: dict[str, set[str]] = defaultdict(set)
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                span = (node.end_lineno or node.lineno) - node.lineno + 1
+                functions.append((span, f"{name}.{node.name}"))
+                if node.name.startswith("_") and not node.name.startswith("__"):
+                    defined[name].add(node.name)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    defined[name].add(node.attr)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in CAPABILITIES
+            ):
+                probes += 1
+    private_owner: dict[str, set[str]] = defaultdict(set)
+    for name, names in defined.items():
+        for member in names:
+            private_owner[member].add(name)
+    crossing = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")):
+                continue
+            if node.attr.startswith("__") or node.attr not in private_owner:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if name in private_owner[node.attr]:
+                continue
+            crossing.append(f"{name}: .{node.attr}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module in known:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        crossing.append(f"{name}: {node.module}.{alias.name}")
+    graph = {name: imports(name, tree, known) for name, tree in trees.items()}
+    # A package's __init__ re-exporting its submodules is not a cycle of the design.
+    for name in graph:
+        if _is_package(name, known):
+            graph[name] = {m for m in graph[name] if not m.startswith(name + ".")}
+    loops = cycles(graph)
+    root = [p for p in src.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    print("ten longest functions:")
+    for span, where in sorted(functions, reverse=True)[:10]:
+        print(f"  {span:4d}  {where}")
+    print(f"capability probes (getattr/hasattr): {probes}")
+    print(f"import cycles: {len(loops)}")
+    for group in loops:
+        print("  " + " <-> ".join(group))
+    print(f"private members used across modules: {len(crossing)}")
+    for where in crossing[:20]:
+        print(f"  {where}")
+    print(f"modules at the package root: {len(root)}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

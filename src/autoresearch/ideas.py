@@ -30,6 +30,7 @@ from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.ledger import StateFile
 from autoresearch.owned import append_own, write_text
+from autoresearch.proposers.base import IDEA_LINE as _IDEA
 from autoresearch.workspace import ensure_state_dir
 
 QUEUE_FILE = "hypotheses.jsonl"
@@ -39,14 +40,8 @@ OUTPUT_READ = 1 << 20  # bytes of a proposer's output searched for IDEA lines
 IDEAS_PER_ATTEMPT = 5
 BACKLOG_READ = 1 << 20  # bytes of the backlog read
 
-_IDEA = re.compile(r"^[\s>*_`#-]*IDEA\s*:\s*(.+?)\s*$", re.MULTILINE)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _ORIGIN = re.compile(r"\s*\(attempt \d+\)$")
-
-
-def is_idea(line: str) -> bool:
-    """An `IDEA: ...` line: a suggestion for the backlog, not a proposer's summary."""
-    return _IDEA.match(line) is not None
 
 
 def _clean(text: str) -> str:

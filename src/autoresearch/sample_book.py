@@ -7,13 +7,53 @@ It imports nothing that runs a command.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.auto_rule import resolve
 from autoresearch.decide import Comparison, Pool, Rule
 from autoresearch.robust import change_point
-from autoresearch.summary import sample_groups
+
+
+class Kind(Protocol):
+    """What the book asks of a record's status (`attempt.Status` answers it)."""
+
+    @property
+    def sets_best(self) -> bool: ...
+
+    @property
+    def kept_change(self) -> bool: ...
+
+
+class Recorded(Protocol):
+    """The fields of a ledger record the book reads (`attempt.AttemptRecord` has them):
+    the statistics import nothing else of the package."""
+
+    @property
+    def commit(self) -> str | None: ...
+
+    @property
+    def parent(self) -> str | None: ...
+
+    @property
+    def samples(self) -> Sequence[float] | None: ...
+
+    @property
+    def incumbent_samples(self) -> Sequence[float] | None: ...
+
+    @property
+    def status(self) -> Kind: ...
+
+
+def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
+    """Every sample of each version of the code: its own runs plus later re-measurements."""
+    groups: dict[str, list[float]] = {}
+    for record in list(records):
+        if record.commit and record.samples:
+            groups.setdefault(record.commit, []).extend(record.samples)
+        if record.parent and record.incumbent_samples:
+            groups.setdefault(record.parent, []).extend(record.incumbent_samples)
+    return groups
 
 
 class SampleBook:
@@ -38,24 +78,25 @@ class SampleBook:
 
     # -- from the ledger ----------------------------------------------------------------
 
-    def load(self, records: Iterable[AttemptRecord]) -> None:
+    def load(self, records: Iterable[Recorded]) -> None:
         """Rebuild everything from the ledger's records (for a resumed campaign)."""
         self.groups, self.selected, self.own = {}, {}, {}
         self.first, self.rule = [], self.configured
         for record in records:
             self.take(record)
 
-    def take(self, record: AttemptRecord) -> None:
+    def take(self, record: Recorded) -> None:
         """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
         for commit, samples in sample_groups([record]).items():
             self.groups.setdefault(commit, []).extend(samples)
-        if record.status is Status.BASELINE:
+        baseline = record.status.sets_best and not record.status.kept_change
+        if baseline:
             self.first = list(record.samples or ())
             self.rule = resolve(self.configured, self.first, self.direction)
         if record.commit and record.status.sets_best:
             count = len(record.samples or ())
             self.own[record.commit] = count
-            if record.status is not Status.BASELINE:
+            if not baseline:
                 self.selected[record.commit] = count
 
     # -- as measurements come in --------------------------------------------------------

@@ -17,7 +17,8 @@ from autoresearch.escalation import search_notes
 from autoresearch.ledger import Ledger, StateFile
 from autoresearch.liveness import is_running, lock_holder
 from autoresearch.robust import ESTIMATORS, robust_sigma
-from autoresearch.summary import sample_groups, summarize
+from autoresearch.sample_book import sample_groups
+from autoresearch.summary import summarize
 
 __all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
 

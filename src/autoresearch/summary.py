@@ -9,6 +9,7 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.decide import confidence_better, pooled_noise
+from autoresearch.sample_book import sample_groups
 
 
 def reached(value: float, target: float | None, direction: str) -> bool:
@@ -103,14 +104,3 @@ def summarize(name: str, direction: str, records: Iterable[AttemptRecord]) -> Su
         if summary.best_iteration and base and best:
             summary.confidence = confidence_better(base, best, direction, noise)
     return summary
-
-
-def sample_groups(records: Iterable[AttemptRecord]) -> dict[str, list[float]]:
-    """Every sample of each version of the code: its own runs plus later re-measurements."""
-    groups: dict[str, list[float]] = {}
-    for record in list(records):
-        if record.commit and record.samples:
-            groups.setdefault(record.commit, []).extend(record.samples)
-        if record.parent and record.incumbent_samples:
-            groups.setdefault(record.parent, []).extend(record.incumbent_samples)
-    return groups

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +18,15 @@ def _environ() -> dict[str, str]:
 
 
 DESCRIPTION_CHARS = 200  # a description is one line
+# A line a proposer prints to suggest an idea for the backlog (ideas.py), not its summary.
+IDEA_LINE = re.compile(r"^[\s>*_`#-]*IDEA\s*:\s*(.+?)\s*$", re.MULTILINE)
 REASON_CHARS = 1000
 READ_LIMIT = 4096  # bytes read of a file a proposer writes its description to
+
+
+def is_idea(line: str) -> bool:
+    """An `IDEA: ...` line: a suggestion for the backlog, not a proposer's summary."""
+    return IDEA_LINE.match(line) is not None
 
 
 def clean_text(text: str, limit: int) -> str:

@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch.errors import AutoresearchError
-from autoresearch.ideas import is_idea
 from autoresearch.process import CommandResult, run_command
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
@@ -21,6 +20,7 @@ from autoresearch.proposers.base import (
     Proposer,
     ProposerSetup,
     clean_text,
+    is_idea,
     read_head,
 )
 
