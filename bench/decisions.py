@@ -251,7 +251,7 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
     from autoresearch.attempt import Status
     from autoresearch.config import load_campaign
     from autoresearch.engine import Engine
-    from autoresearch.ledger import Ledger
+    from autoresearch.store.ledger import Ledger
 
     scenario, rule, campaign, attempts, noise_seed = job
     plan = make_plan(scenario, campaign, attempts)

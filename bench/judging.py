@@ -23,8 +23,8 @@ from pathlib import Path
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
+from autoresearch.store.ledger import Ledger
 
 PY = sys.executable
 APP = "LATENCY = 100\nMEM = 100\nOK = True\nMEMO = False\n" + "".join(

@@ -19,8 +19,8 @@ from pathlib import Path
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.ledger import Ledger
-from autoresearch.sandbox import bwrap_problem
+from autoresearch.isolation.sandbox import bwrap_problem
+from autoresearch.store.ledger import Ledger
 from gitrepo import commit_all
 
 CONFIG = """\

@@ -38,7 +38,7 @@ from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.events import Attempted, Event
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 
 CONFIG = """name = "b"
 scope = ["calc.py"]

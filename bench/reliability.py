@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from autoresearch.attempt import Status
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from gitrepo import commit_all, git
 
 MARK = "AR_RELIABILITY_MARK"

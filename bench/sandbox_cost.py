@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch.process import run_command
-from autoresearch.sandbox import Boundary, Bwrap, allowed_env, bwrap_problem
+from autoresearch.isolation.process import run_command
+from autoresearch.isolation.sandbox import Boundary, Bwrap, allowed_env, bwrap_problem
 
 
 def command_ms(work: Path, sandboxed: bool) -> float:
@@ -44,10 +44,10 @@ def speedup_throughput(isolation: str, attempts: int) -> tuple[int, float]:
     """(metric and guard runs, wall seconds) of examples/speedup run for `attempts`
     attempts. Guard runs count: the noisy rule decides how many metric runs an attempt
     takes, and a keep adds a guard run, so metric runs alone would differ by luck."""
+    from autoresearch.cli.demo import prepare
     from autoresearch.config import load_campaign
-    from autoresearch.demo import prepare
     from autoresearch.engine import Engine
-    from autoresearch.ledger import Ledger
+    from autoresearch.store.ledger import Ledger
 
     with tempfile.TemporaryDirectory() as folder:
         repo = prepare("speedup", Path(folder) / "speedup")

@@ -31,14 +31,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from autoresearch.ablation import run_ablation
 from autoresearch.attempt import Status
+from autoresearch.checks.ablation import run_ablation
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors.base import OK, CommandSpec, Measurement
-from autoresearch.ledger import Ledger
+from autoresearch.measure.repeats import TreeIndex
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext
-from autoresearch.repeats import TreeIndex
+from autoresearch.store.ledger import Ledger
 from gitrepo import commit_all
 
 CONFIG = """\

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch import agent_mode
+from autoresearch.agent import mode as agent_mode
 from autoresearch.config import load_campaign
 from gitrepo import commit_all
 

@@ -121,9 +121,13 @@ def main() -> None:
                 functions.append((span, f"{name}.{node.name}"))
                 if node.name.startswith("_") and not node.name.startswith("__"):
                     defined[name].add(node.name)
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                if node.attr.startswith("_") and not node.attr.startswith("__"):
-                    defined[name].add(node.attr)
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                defined[name].add(node.attr)
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)

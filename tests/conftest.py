@@ -147,7 +147,7 @@ def cli() -> Runner:
 @pytest.fixture
 def invoke(monkeypatch: pytest.MonkeyPatch) -> Runner:
     """The click command in this process: same arguments, exit code, stdout and stderr."""
-    from autoresearch.cli import main
+    from autoresearch.cli.commands import main
 
     def run(cwd: Path, *args: str, timeout: float = 0, env: dict[str, str] | None = None) -> Ran:
         with monkeypatch.context() as patch:

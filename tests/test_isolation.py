@@ -39,14 +39,14 @@ import pytest
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import SandboxConfig, load_campaign
 from autoresearch.engine import Engine
+from autoresearch.engine.lifecycle import RunResult
 from autoresearch.errors import AutoresearchError
 from autoresearch.events import Attempted, Event
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
-from autoresearch.lifecycle import RunResult
-from autoresearch.sandbox import Bwrap, bwrap_problem
+from autoresearch.isolation.sandbox import Bwrap, bwrap_problem
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.repo import git, make_repo
-from autoresearch.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import marked
 
@@ -596,7 +596,7 @@ def test_holdout_files_inside_a_share_path_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("isolation", modes())
 def test_harness_edited_only_while_compare_measures(tmp_path: Path, isolation: str) -> None:
-    from autoresearch.confirm import compare
+    from autoresearch.measure.confirm import compare
 
     # Honest while the campaign measures it; in the folder `confirm` and `compare` use it
     # rewrites a harness file before the harness imports it.

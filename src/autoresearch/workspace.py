@@ -25,7 +25,7 @@ from pathlib import Path
 
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.gitcmd import IDENTITY, Git, isolated_env
-from autoresearch.owned import (
+from autoresearch.isolation.owned import (
     OwnedDir,
     real_dir,
     real_parents,
@@ -33,7 +33,7 @@ from autoresearch.owned import (
     remove,
     write_file,
 )
-from autoresearch.watch import FolderWatch
+from autoresearch.isolation.watch import FolderWatch
 
 # Caches that tools write as a side effect; never a proposer's change.
 TOOL_CACHES = (

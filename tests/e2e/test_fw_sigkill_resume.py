@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from autoresearch.attempt import Status
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from autoresearch.testing.repo import git, make_repo
 from campaigns import campaign_toml
 from conftest import start_engine

@@ -14,10 +14,10 @@ from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.raycluster import ray_cluster
 from autoresearch.testing.repo import git
-from autoresearch.verify import verify_campaign
 from campaigns import script_campaign
 
 pytestmark = pytest.mark.xdist_group("ray")

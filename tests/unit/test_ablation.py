@@ -7,12 +7,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from autoresearch.ablation import run_ablation
 from autoresearch.attempt import Status
+from autoresearch.checks.ablation import run_ablation
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.ledger import Ledger
 from autoresearch.proposers.base import Proposal
+from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml
 from conftest import Runner, git, make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer
@@ -154,8 +154,8 @@ def test_ablate_at_the_end_of_a_campaign(tmp_path: Path) -> None:
 def test_a_loss_beyond_one_standard_error_is_not_removed() -> None:
     from types import SimpleNamespace
 
-    from autoresearch.ablation import _error, _loss
-    from autoresearch.evaluation import Evaluation
+    from autoresearch.checks.ablation import _error, _loss
+    from autoresearch.measure.evaluation import Evaluation
 
     book = SimpleNamespace(book=SimpleNamespace(groups={}))
     without = Evaluation(samples=[10.4, 10.6, 10.5])  # minimize: worse without the change

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import agent_mode
+from autoresearch.agent import mode as agent_mode
 from autoresearch.config import load_campaign
+from autoresearch.engine.startup import lock_campaign
 from autoresearch.errors import AutoresearchError, CampaignLocked
-from autoresearch.ledger import Ledger
-from autoresearch.startup import lock_campaign
-from autoresearch.verify import verify_campaign
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo, snapshot, statuses
 from unit.memory import MemoryExecutor, score
@@ -260,7 +260,7 @@ def test_a_step_carries_only_the_hypothesis_the_agent_was_shown(
 ) -> None:
     import json
 
-    from autoresearch.ideas import queue_hypotheses
+    from autoresearch.learning.ideas import queue_hypotheses
 
     repo = toy_repo(
         tmp_path, **{"metric.command": "python bench.py", "guard": None, "metric.target": None}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.agent_setup import BEGIN, END, setup
+from autoresearch.agent.setup import BEGIN, END, setup
 from autoresearch.errors import ConfigError
 from conftest import Runner, make_repo
 

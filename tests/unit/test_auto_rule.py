@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
-from autoresearch.auto_rule import describe, recommend, resolve
 from autoresearch.config import parse_config
-from autoresearch.decide import Rule, Side, Verdict
 from autoresearch.errors import ConfigError
-from autoresearch.sample_book import SampleBook
+from autoresearch.stats.auto_rule import describe, recommend, resolve
+from autoresearch.stats.decide import Rule, Side, Verdict
+from autoresearch.stats.sample_book import SampleBook
 
 # From a real campaign on a shared 2-core machine (the issue): the baseline's samples, a
 # truly faster candidate's, and the incumbent's re-measurements taken meanwhile.

@@ -12,9 +12,15 @@ from typing import Any
 
 import pytest
 
-from autoresearch import sandbox as sandbox_module
-from autoresearch.process import SETUP_TRIES, ChildRecord, CommandResult, Wrapper, run_command
-from autoresearch.sandbox import (
+from autoresearch.isolation import sandbox as sandbox_module
+from autoresearch.isolation.process import (
+    SETUP_TRIES,
+    ChildRecord,
+    CommandResult,
+    Wrapper,
+    run_command,
+)
+from autoresearch.isolation.sandbox import (
     Boundary,
     Bwrap,
     NoSandbox,
@@ -229,8 +235,8 @@ def test_the_probe_is_not_fooled_by_a_socket_gone_before_the_mount(
 ENGINE_ON_A_TERMINAL = """
 import os, sys
 from pathlib import Path
-from autoresearch.process import run_command
-from autoresearch.sandbox import Boundary, Bwrap, allowed_env
+from autoresearch.isolation.process import run_command
+from autoresearch.isolation.sandbox import Boundary, Bwrap, allowed_env
 
 work, out = Path(sys.argv[1]), Path(sys.argv[2])
 box = Boundary(work / "work", work / "tmp", env=allowed_env(os.environ))

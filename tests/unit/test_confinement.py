@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.confinement import AGENT_STATE, Confinement, confinement_for
-from autoresearch.process import run_command
-from autoresearch.sandbox import bwrap_problem
+from autoresearch.isolation.confinement import AGENT_STATE, Confinement, confinement_for
+from autoresearch.isolation.process import run_command
+from autoresearch.isolation.sandbox import bwrap_problem
 from autoresearch.testing.repo import make_repo
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason="no bubblewrap")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import machine
-from autoresearch.paired import paired_gain
+from autoresearch.isolation import machine
+from autoresearch.stats.paired import paired_gain
 from conftest import Runner, ledger
 from unit.test_noise_campaigns import noisy_repo
 
@@ -29,8 +29,8 @@ def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
 
 
 def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:
-    from autoresearch.confirm import Outcome, Version, describe
-    from autoresearch.paired import pairs_for
+    from autoresearch.measure.confirm import Outcome, Version, describe
+    from autoresearch.stats.paired import pairs_for
 
     a, b = [130.0, 100.0, 131.0], [95.0, 96.0, 97.0]
     few = paired_gain(a, b, "minimize")

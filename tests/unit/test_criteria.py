@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from autoresearch.checks.simplicity import Lines, parse_numstat, pays, settings, within_noise
 from autoresearch.config import parse_config
-from autoresearch.criteria import SecondaryMetric, SimplicityConfig
-from autoresearch.decide import Rule
+from autoresearch.config.criteria import SecondaryMetric, SimplicityConfig
 from autoresearch.errors import ConfigError
-from autoresearch.expression import Expression, ExpressionError
-from autoresearch.metrics import check, regression
-from autoresearch.simplicity import Lines, parse_numstat, pays, settings, within_noise
+from autoresearch.measure.expression import Expression, ExpressionError
+from autoresearch.measure.metrics import check, regression
+from autoresearch.stats.decide import Rule
 from campaigns import campaign_config
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.attempt import Status
-from autoresearch.dashboard import PROPERTIES, make_server, page
+from autoresearch.views.dashboard import PROPERTIES, make_server, page
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ledger_v1"
 

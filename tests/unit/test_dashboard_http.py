@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.dashboard import make_server
+from autoresearch.views.dashboard import make_server
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from autoresearch.config import DecisionConfig
-from autoresearch.decide import (
+from autoresearch.stats.decide import (
     REFERENCE_MIN,
     Comparison,
     Noise,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoresearch.decide import Comparison, Noise, Pool, Rule, Side, Verdict
+from autoresearch.stats.decide import Comparison, Noise, Pool, Rule, Side, Verdict
 
 # Quarter steps: sums and shifts of these are exact, so a property cannot hinge on rounding.
 values = st.integers(-400, 400).map(lambda n: n / 4)

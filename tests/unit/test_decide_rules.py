@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoresearch.config import DecisionConfig
-from autoresearch.decide import Verdict, decide
+from autoresearch.stats.decide import Verdict, decide
 
 
 def test_strict_and_threshold_rules() -> None:

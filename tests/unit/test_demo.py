@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch.cli.demo import OFFLINE, available, examples_dir
 from autoresearch.config import load_campaign
-from autoresearch.demo import OFFLINE, available, examples_dir
 from conftest import Runner
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from autoresearch.attempt import Status
 from autoresearch.config import Campaign, parse_config
-from autoresearch.decide import Verdict
-from autoresearch.evaluation import Evaluator
 from autoresearch.executors import CommandSpec, Measurement
+from autoresearch.measure.evaluation import Evaluator
+from autoresearch.stats.decide import Verdict
 from autoresearch.workspace import Candidate
 
 NOWHERE = Path("/nonexistent")

@@ -17,9 +17,9 @@ from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
 from autoresearch.proposers.base import Proposal
-from autoresearch.verify import verify_campaign
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch.sandbox import Bwrap, bwrap_problem
+from autoresearch.isolation.sandbox import Bwrap, bwrap_problem
 from autoresearch.testing.fake_openai import FakeOpenAI, serve
 from campaigns import campaign_toml
 from conftest import Runner, make_repo

@@ -15,7 +15,7 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.events import Event, Warned
 from autoresearch.executors import ExecutorSetup, LocalExecutor
-from autoresearch.process import ChildRecord
+from autoresearch.isolation.process import ChildRecord
 from autoresearch.testing.executor_suite import _alive
 from campaigns import campaign_toml
 from conftest import make_repo
@@ -131,7 +131,7 @@ def test_a_canceller_kills_the_running_command_whatever_the_file_says(tmp_path: 
     on disk is empty or gone, as it is for a moment while a command starts."""
     import threading
 
-    from autoresearch.process import run_command
+    from autoresearch.isolation.process import run_command
 
     child = ChildRecord(tmp_path / "child.pgid")
     marker = tmp_path / "pid"

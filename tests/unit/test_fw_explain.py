@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.decide import Comparison, Noise, Rule, Side, Verdict, explain
+from autoresearch.stats.decide import Comparison, Noise, Rule, Side, Verdict, explain
 from conftest import Runner
 
 
@@ -71,7 +71,7 @@ def test_no_reason_before_the_verdict(name: str) -> None:
 
 
 def test_the_next_prompt_says_why_the_last_attempt_failed() -> None:
-    from autoresearch.prompt import build_prompt
+    from autoresearch.learning.prompt import build_prompt
     from autoresearch.proposers.base import AttemptNote
 
     reason = "guard exited with code 1; last lines: FAILED test_x.py::test_sorts - assert"

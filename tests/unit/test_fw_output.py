@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from autoresearch import dashboard
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.events import Attempted, Started, Stopped
-from autoresearch.ledger import Ledger
-from autoresearch.render import Printer, attempts_table, gain
+from autoresearch.store.ledger import Ledger
+from autoresearch.views import dashboard
+from autoresearch.views.render import Printer, attempts_table, gain
 from campaigns import campaign_toml
 from conftest import Runner, make_repo
 
@@ -208,7 +208,7 @@ def test_the_dashboard_closes_an_idle_connection(served: int) -> None:
 
 
 def test_the_live_views_first_frame_names_the_campaign_and_the_cap() -> None:
-    from autoresearch.live import LiveView
+    from autoresearch.views.live import LiveView
 
     console = Console(file=io.StringIO(), width=120, record=True, color_system=None)
     view = LiveView(console, "toy", "minimize", 20)
@@ -220,14 +220,14 @@ def test_the_live_views_first_frame_names_the_campaign_and_the_cap() -> None:
 def test_an_internal_error_leaves_its_details_in_the_campaign_folder(
     tmp_path: Path, invoke: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import autoresearch.cli
+    import autoresearch.cli.commands
 
     repo = fake_campaign(tmp_path)
 
     def broken(state_dir: Path) -> dict[str, object]:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(autoresearch.cli, "campaign_status", broken)
+    monkeypatch.setattr(autoresearch.cli.commands, "campaign_status", broken)
     result = invoke(repo, "status")
     assert result.returncode == 70
     crashes = list((repo / ".autoresearch/toy").glob("autoresearch-crash-*.txt"))

@@ -12,7 +12,7 @@ import pytest
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml, v1_campaign
 from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

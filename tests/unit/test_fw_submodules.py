@@ -11,7 +11,7 @@ from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from autoresearch.workspace import Workspace, ensure_state_dir
 from campaigns import campaign_toml
 from conftest import git, make_repo, snapshot

@@ -11,11 +11,11 @@ import pytest
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.escalation import diminishing_returns
-from autoresearch.ideas import append_ideas, queue_hypotheses, read_backlog
-from autoresearch.ledger import Ledger
-from autoresearch.memory import MAX_CHARS, memory_text
+from autoresearch.learning.escalation import diminishing_returns
+from autoresearch.learning.ideas import append_ideas, queue_hypotheses, read_backlog
+from autoresearch.learning.memory import MAX_CHARS, memory_text
 from autoresearch.proposers.base import Proposal
+from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml
 from conftest import Runner, make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

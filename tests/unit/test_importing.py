@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import agent_mode
+from autoresearch.agent import mode as agent_mode
+from autoresearch.agent.importing import import_pi, import_program, read_imported
 from autoresearch.config import load_campaign
-from autoresearch.importing import import_pi, import_program, read_imported
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from conftest import Runner, make_repo
 from unit.memory import MemoryExecutor
 

@@ -13,9 +13,9 @@ from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
 from autoresearch.proposers.base import Proposal
-from autoresearch.replay import replay
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.replay import replay
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import Edit, ScriptedProposer
@@ -317,7 +317,7 @@ def test_a_change_that_overfits_the_visible_split_is_caught_by_the_holdout(
     # nothing of the holdout was left in the measurement folder
     assert not (repo / ".autoresearch" / "toy" / "measure" / "holdout").exists()
     # the report puts the primary and the holdout gains side by side
-    from autoresearch.report import write_report
+    from autoresearch.views.report import write_report
 
     text = write_report(repo / ".autoresearch" / "toy").markdown.read_text()
     assert "Primary gain +1; holdout gain +1 (1 -> 0)" in text
@@ -363,7 +363,7 @@ def set_fee(value: int) -> Edit:
 def test_a_change_to_a_critical_path_waits_for_approval_and_is_rechecked(
     tmp_path: Path,
 ) -> None:
-    from autoresearch.approval import ApprovalError, ApprovedChange, parked, reject
+    from autoresearch.checks.approval import ApprovalError, ApprovedChange, parked, reject
 
     repo = critical(tmp_path)
     records, _ = run(repo, set_fee(5), setting(LATENCY=90), set_fee(1))
@@ -513,6 +513,6 @@ def test_the_holdout_files_changed_between_runs_are_refused(tmp_path: Path) -> N
 
 
 def test_every_status_has_a_style_in_the_terminal_views() -> None:
-    from autoresearch.render import STATUS_STYLE
+    from autoresearch.views.render import STATUS_STYLE
 
     assert set(STATUS_STYLE) == set(Status)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.ledger import Ledger, StateFile, line_hash, stored_object
+from autoresearch.store.ledger import Ledger, StateFile, line_hash, stored_object
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "ledger_v1"
 

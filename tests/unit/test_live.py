@@ -8,7 +8,7 @@ from rich.console import Console
 
 from autoresearch.attempt import AttemptRecord, Cost, Status, Timings
 from autoresearch.events import Attempted, PhaseChanged, Started, Stopped, Warned
-from autoresearch.live import LiveView, sparkline
+from autoresearch.views.live import LiveView, sparkline
 
 SUMMARY = {"name": "toy", "direction": "minimize", "baseline": None, "best": None}
 

@@ -10,7 +10,7 @@ import pytest
 
 from autoresearch.errors import ConfigError
 from autoresearch.executors import CommandSpec, ExecutorSetup, LocalExecutor
-from autoresearch.process import ChildRecord
+from autoresearch.isolation.process import ChildRecord
 from autoresearch.testing.executor_suite import _alive
 
 ENV = {"PATH": "/usr/bin:/bin"}

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from autoresearch import mcp_server
+from autoresearch.agent import mcp_server
 from autoresearch.errors import AutoresearchError
 from conftest import make_repo
 
@@ -103,8 +103,8 @@ def test_the_ideas_tool_lists_and_adds_to_the_backlog(tmp_path: Path) -> None:
 def test_the_step_tool_shows_the_hypothesis_its_next_step_is_recorded_against(
     tmp_path: Path,
 ) -> None:
-    from autoresearch.ideas import queue_hypotheses
-    from autoresearch.ledger import Ledger
+    from autoresearch.learning.ideas import queue_hypotheses
+    from autoresearch.store.ledger import Ledger
     from campaigns import campaign_toml
 
     repo = make_repo(

@@ -8,9 +8,9 @@ from pathlib import Path
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.ledger import Ledger
-from autoresearch.measure_tree import MeasureTree
+from autoresearch.measure.tree import MeasureTree
 from autoresearch.proposers.base import Proposal
+from autoresearch.store.ledger import Ledger
 from autoresearch.testing.repo import git, make_repo
 from campaigns import campaign_toml
 from unit.memory import ScriptedProposer

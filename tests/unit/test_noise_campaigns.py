@@ -273,7 +273,7 @@ def test_resumed_evaluator_knows_what_the_reference_carries() -> None:
     reference a candidate inherits) from the ledger alone."""
     from autoresearch.attempt import AttemptRecord
     from autoresearch.config import DecisionConfig
-    from autoresearch.sample_book import SampleBook
+    from autoresearch.stats.sample_book import SampleBook
 
     ledger = [
         {"iteration": 0, "status": "baseline", "commit": "b", "samples": [1, 2, 3, 4]},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.errors import AutoresearchError
-from autoresearch.owned import real_parents, remove, write_file
+from autoresearch.isolation.owned import real_parents, remove, write_file
 
 
 def test_a_write_lands_inside_its_folder_whatever_was_planted_on_the_way(
@@ -64,9 +64,9 @@ def test_a_metric_file_is_read_only_inside_the_folder_the_command_ran_in(
 ) -> None:
     """The engine reads metric files outside the sandbox: a link planted at one (or at a
     folder on its way) must not make it read the user's .env."""
-    from autoresearch.criteria import SecondaryMetric
-    from autoresearch.metrics import read_one
-    from autoresearch.readout import MetricParseError, read_metric
+    from autoresearch.config.criteria import SecondaryMetric
+    from autoresearch.measure.metrics import read_one
+    from autoresearch.measure.readout import MetricParseError, read_metric
 
     folder, home = tmp_path / "measure", tmp_path / "user"
     folder.mkdir()

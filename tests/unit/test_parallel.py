@@ -20,10 +20,10 @@ from autoresearch.engine import Engine
 from autoresearch.engine.slots import lost_in_slots
 from autoresearch.errors import ConfigError
 from autoresearch.events import Event, PhaseChanged
-from autoresearch.ledger import Ledger
-from autoresearch.status import campaign_status
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.status import campaign_status
+from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.repo import git
-from autoresearch.verify import verify_campaign
 from campaigns import script_campaign
 
 # Four independent improvements, each on its own line far enough apart to merge cleanly.
@@ -266,7 +266,7 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
     state = repo / ".autoresearch" / "t"
     records, _ = run(repo, jobs=2, max_iterations=1)
     assert records
-    from autoresearch.ledger import StateFile
+    from autoresearch.store.ledger import StateFile
 
     StateFile(state).update(
         slots={
@@ -274,7 +274,7 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
             "1": {"iteration": None, "phase": "idle", "started_utc": None},
         }
     )
-    from autoresearch.status import slot_status
+    from autoresearch.store.status import slot_status
 
     shown = slot_status(StateFile(state).read()["slots"])
     assert shown[0]["slot"] == 0 and shown[0]["iteration"] == 7
@@ -288,7 +288,7 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
     with FileLock(str(state / "engine.lock")):
         slots = campaign_status(state)["slots"]
     assert [s["iteration"] for s in slots] == [7, None]
-    from autoresearch.dashboard import page
+    from autoresearch.views.dashboard import page
 
     assert 'id="slots"' in page() and "status.slots" in page()
 

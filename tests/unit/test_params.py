@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoresearch.params import ParamError, ParamRef, read_param, write_param
+from autoresearch.proposers.params import ParamError, ParamRef, read_param, write_param
 
 PY = '''"""Training script."""
 import os

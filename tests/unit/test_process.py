@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autoresearch.process import run_command
-from autoresearch.readout import extract_number
+from autoresearch.isolation.process import run_command
+from autoresearch.measure.readout import extract_number
 from conftest import alive
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.prompt import build_prompt, history_notes
+from autoresearch.learning.prompt import build_prompt, history_notes
 
 RECORDS = [
     AttemptRecord(0, Status.BASELINE, metric=7.0, commit="a", description="baseline"),

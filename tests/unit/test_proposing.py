@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.sandbox import bwrap_problem
+from autoresearch.isolation.sandbox import bwrap_problem
 from conftest import Runner, git, ledger, statuses
 from unit.test_sandbox import sandbox_repo
 

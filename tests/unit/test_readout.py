@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoresearch.readout import MetricParseError, extract_number
+from autoresearch.measure.readout import MetricParseError, extract_number
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.events import Attempted, PhaseChanged, Started, Stopped, Warned
-from autoresearch.render import STATUS_STYLE, Printer, attempt_line, attempts_table
+from autoresearch.views.render import STATUS_STYLE, Printer, attempt_line, attempts_table
 
 SUMMARY = {
     "name": "toy",

@@ -8,10 +8,10 @@ from pathlib import Path
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.ledger import Ledger
+from autoresearch.measure.repeats import breaker_trips, duplicate_of, failure_signature
 from autoresearch.proposers.base import Proposal
-from autoresearch.repeats import breaker_trips, duplicate_of, failure_signature
-from autoresearch.verify import verify_campaign
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n
@@ -128,7 +128,7 @@ def test_the_breaker_counts_runs_of_the_same_failure_since_the_last_keep() -> No
 
 
 def test_the_breaker_counts_refused_candidates_but_not_parked_ones() -> None:
-    from autoresearch.escalation import step
+    from autoresearch.learning.escalation import step
 
     base = record(0, "baseline")
     broke = [record(i, "constraint_failed", f"mem_mb {100 + i} > 100") for i in (1, 2, 3)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.sandbox import bwrap_problem
+from autoresearch.isolation.sandbox import bwrap_problem
 from campaigns import campaign_toml
 from conftest import Runner, ledger, make_repo
 
@@ -116,7 +116,7 @@ def test_network_off_means_no_network(tmp_path: Path, invoke: Runner) -> None:
 def test_sockets_covered_are_those_bound_outside_the_commands_own_paths(tmp_path: Path) -> None:
     import socket
 
-    from autoresearch.sandbox import Boundary, host_sockets
+    from autoresearch.isolation.sandbox import Boundary, host_sockets
 
     work, tmp, open_dir, other = (tmp_path / n for n in ("w", "t", "open", "o"))
     for folder in (work, tmp, open_dir, other):

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch import agent_mode, session
+from autoresearch.agent import mode as agent_mode
+from autoresearch.agent import session
+from autoresearch.agent.importing import import_pi, read_imported
 from autoresearch.config import load_campaign
-from autoresearch.importing import import_pi, read_imported
-from autoresearch.ledger import Ledger
+from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml
 from conftest import Runner, make_repo
 from unit.memory import MemoryExecutor, score

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.summary import summarize
+from autoresearch.store.summary import summarize
 
 
 def test_summary_counts_and_streak() -> None:

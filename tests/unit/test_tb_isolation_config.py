@@ -14,8 +14,8 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
 from autoresearch.executors import LocalExecutor
-from autoresearch.ledger import Ledger
-from autoresearch.sandbox import Bwrap, NoSandbox, bwrap_problem, choose_sandbox
+from autoresearch.isolation.sandbox import Bwrap, NoSandbox, bwrap_problem, choose_sandbox
+from autoresearch.store.ledger import Ledger
 from autoresearch.testing.repo import make_repo
 from campaigns import campaign_toml
 from unit.memory import ScriptedProposer, set_n
@@ -107,7 +107,7 @@ def test_without_a_sandbox_the_same_cheat_is_not_stopped(tmp_path: Path) -> None
 
 
 def test_the_report_says_which_isolation_was_in_force(tmp_path: Path) -> None:
-    from autoresearch.report import gather, render_markdown
+    from autoresearch.views.report import gather, render_markdown
 
     repo = campaign(tmp_path, "none")
     run_once(repo, set_n("7"))

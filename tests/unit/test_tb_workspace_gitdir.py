@@ -12,10 +12,10 @@ from pathlib import Path
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.ledger import Ledger
-from autoresearch.lifecycle import RunResult
+from autoresearch.engine.lifecycle import RunResult
 from autoresearch.proposers.base import Proposal
-from autoresearch.verify import verify_campaign
+from autoresearch.store.ledger import Ledger
+from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import git, make_repo
 from unit.memory import Edit, MemoryExecutor, ScriptedProposer, score, set_n

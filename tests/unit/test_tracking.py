@@ -10,7 +10,7 @@ import pytest
 from autoresearch.attempt import AttemptRecord, Cost, Status
 from autoresearch.config import load_campaign
 from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped, Warned
-from autoresearch.tracking import MlflowTracker, make_tracker
+from autoresearch.views.tracking import MlflowTracker, make_tracker
 from conftest import git
 
 mlflow = pytest.importorskip("mlflow")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.measure_tree import MeasureTree
-from autoresearch.watch import FolderWatch
+from autoresearch.isolation.watch import FolderWatch
+from autoresearch.measure.tree import MeasureTree
 from autoresearch.workspace import Workspace
 from conftest import WATCHED_FILES, commit_all, make_repo
 

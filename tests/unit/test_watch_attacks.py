@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.measure_tree import MeasureTree
+from autoresearch.isolation.watch import FolderWatch
+from autoresearch.measure.tree import MeasureTree
 from autoresearch.testing.repo import git, make_repo
-from autoresearch.watch import FolderWatch
 from autoresearch.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(

@@ -19,31 +19,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from autoresearch import rework as reworks
-from autoresearch.approval import merged_tree
 from autoresearch.attempt import AttemptRecord, Incumbent, Status, StopReason
+from autoresearch.checks import rework as reworks
+from autoresearch.checks.approval import merged_tree
+from autoresearch.checks.holdout import Holdout
+from autoresearch.checks.review import Review
 from autoresearch.config import Campaign
-from autoresearch.engine.merging import alone, merged
-from autoresearch.engine.procedure import Place, Ran, Task, release
-from autoresearch.engine.queue import CandidateQueue, Queued, Why
-from autoresearch.engine.slots import (
-    Inline,
-    Landed,
-    Parts,
-    Runner,
-    Slots,
-    kill_slot_leftovers,
-    lost_in_slots,
-)
-from autoresearch.errors import AutoresearchError
-from autoresearch.evaluation import Evaluator
-from autoresearch.events import Attempted, Listener, Noted, PhaseChanged, Started, Stopped, Warned
-from autoresearch.executors import Executor, executor_for
-from autoresearch.guidance import Guide
-from autoresearch.holdout import Holdout
-from autoresearch.integrity import Fingerprint
-from autoresearch.ledger import Ledger, StateFile
-from autoresearch.lifecycle import (
+from autoresearch.engine.lifecycle import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -53,13 +35,21 @@ from autoresearch.lifecycle import (
     RunResult,
     raise_interrupted,
 )
-from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
-from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
-from autoresearch.recording import Judged, Steps, attempt_record, baseline_record
-from autoresearch.repeats import TreeIndex, git_trees
-from autoresearch.review import Review
-from autoresearch.screening import Rules
-from autoresearch.startup import (
+from autoresearch.engine.merging import alone, merged
+from autoresearch.engine.procedure import Place, Ran, Task, release
+from autoresearch.engine.queue import CandidateQueue, Queued, Why
+from autoresearch.engine.recording import Judged, Steps, attempt_record, baseline_record
+from autoresearch.engine.screening import Rules
+from autoresearch.engine.slots import (
+    Inline,
+    Landed,
+    Parts,
+    Runner,
+    Slots,
+    kill_slot_leftovers,
+    lost_in_slots,
+)
+from autoresearch.engine.startup import (
     dirty_checkout_warning,
     fix_judge,
     lost_attempt,
@@ -68,8 +58,18 @@ from autoresearch.startup import (
     to_measure,
     utc_now,
 )
-from autoresearch.stopping import StopRules, stop_reason
-from autoresearch.summary import summarize
+from autoresearch.engine.stopping import StopRules, stop_reason
+from autoresearch.errors import AutoresearchError
+from autoresearch.events import Attempted, Listener, Noted, PhaseChanged, Started, Stopped, Warned
+from autoresearch.executors import Executor, executor_for
+from autoresearch.learning.guidance import Guide
+from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.integrity import Fingerprint
+from autoresearch.measure.repeats import TreeIndex, git_trees
+from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
+from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
+from autoresearch.store.ledger import Ledger, StateFile
+from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace
 
 PROPOSER_FAILURE_LIMIT = 3
@@ -526,7 +526,7 @@ class Engine:
 
     def _ablate(self) -> None:
         """`[stop] ablate`: which kept changes carry the gain, once the campaign is done."""
-        from autoresearch.ablation import ablate_campaign
+        from autoresearch.checks.ablation import ablate_campaign
 
         assert self.evaluator is not None
         self.phase("ablating")

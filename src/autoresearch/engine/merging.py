@@ -16,10 +16,10 @@ from dataclasses import replace
 from autoresearch.attempt import Incumbent, Status
 from autoresearch.engine.procedure import STOPPED, Task
 from autoresearch.engine.queue import Again, Queued, Why
+from autoresearch.engine.recording import NOT_FINISHED, Judged, Steps
 from autoresearch.errors import GitError
-from autoresearch.evaluation import Evaluation
 from autoresearch.gitcmd import IDENTITY
-from autoresearch.recording import NOT_FINISHED, Judged, Steps
+from autoresearch.measure.evaluation import Evaluation
 from autoresearch.workspace import Workspace
 
 

@@ -16,22 +16,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autoresearch import rework as reworks
 from autoresearch.attempt import AttemptRecord, Incumbent, Status
+from autoresearch.checks import rework as reworks
+from autoresearch.checks.review import Review
 from autoresearch.config import Campaign
+from autoresearch.engine.lifecycle import Interrupted
+from autoresearch.engine.proposing import CheckoutWatch, ask
 from autoresearch.engine.queue import Queued, Why
+from autoresearch.engine.recording import Collected, Judged, Steps, describe, in_flight_record
+from autoresearch.engine.screening import Rules, Screened, screen
+from autoresearch.engine.startup import LOST_REASON
 from autoresearch.errors import GitError, WorkspaceHijacked
-from autoresearch.evaluation import Evaluator
-from autoresearch.guidance import Guidance, Guide
-from autoresearch.lifecycle import Interrupted
-from autoresearch.prompt import proposal_context
+from autoresearch.learning.guidance import Guidance, Guide
+from autoresearch.learning.prompt import proposal_context
+from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.repeats import TreeIndex
 from autoresearch.proposers.base import Proposal, Proposer
-from autoresearch.proposing import CheckoutWatch, ask
-from autoresearch.recording import Collected, Judged, Steps, describe, in_flight_record
-from autoresearch.repeats import TreeIndex
-from autoresearch.review import Review
-from autoresearch.screening import Rules, Screened, screen
-from autoresearch.startup import LOST_REASON
 from autoresearch.workspace import Workspace
 
 STOPPED = "stopped by a signal during the attempt"

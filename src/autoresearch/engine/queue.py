@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from autoresearch.attempt import AttemptRecord, Incumbent
-from autoresearch.recording import Collected, Steps
-from autoresearch.rework import Rework
+from autoresearch.checks.rework import Rework
+from autoresearch.engine.recording import Collected, Steps
 
 
 class Why(StrEnum):

@@ -22,22 +22,22 @@ from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
+from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.engine.procedure import Place, Ran, Task, run_attempt
+from autoresearch.engine.recording import Steps, in_flight_record
+from autoresearch.engine.startup import LOST_REASON, utc_now
 from autoresearch.errors import ConfigError
-from autoresearch.evaluation import Evaluation, Evaluator
 from autoresearch.events import Listener, PhaseChanged
 from autoresearch.executors import Executor, LocalExecutor
 from autoresearch.executors.base import executor_setup
 from autoresearch.executors.local import leftover_warning
-from autoresearch.integrity import Fingerprint
-from autoresearch.ledger import StateFile
-from autoresearch.lifecycle import Interrupted
-from autoresearch.process import ChildRecord
+from autoresearch.isolation.process import ChildRecord
+from autoresearch.measure.evaluation import Evaluation, Evaluator
+from autoresearch.measure.integrity import Fingerprint
 from autoresearch.proposers import create_proposer, proposer_confinement
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
-from autoresearch.recording import Steps, in_flight_record
-from autoresearch.sample_book import SampleBook
-from autoresearch.startup import LOST_REASON, utc_now
+from autoresearch.stats.sample_book import SampleBook
+from autoresearch.store.ledger import StateFile
 from autoresearch.workspace import Workspace
 
 SLOTS = "slots"

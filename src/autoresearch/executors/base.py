@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from autoresearch.attempt import Status
 from autoresearch.config import Campaign, MetricConfig
-from autoresearch.process import Limits
+from autoresearch.isolation.process import Limits
 
 OK: Literal["ok"] = "ok"
 

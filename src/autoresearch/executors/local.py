@@ -8,9 +8,8 @@ from pathlib import Path
 from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
-from autoresearch.process import ChildRecord, network_isolation_problem, run_command
-from autoresearch.readout import MetricParseError, read_metric
-from autoresearch.sandbox import (
+from autoresearch.isolation.process import ChildRecord, network_isolation_problem, run_command
+from autoresearch.isolation.sandbox import (
     Boundary,
     NoSandbox,
     Sandbox,
@@ -21,6 +20,7 @@ from autoresearch.sandbox import (
     shared_paths,
     user_paths,
 )
+from autoresearch.measure.readout import MetricParseError, read_metric
 
 CHILD_RECORD = "child.pgid"
 

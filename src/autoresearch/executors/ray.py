@@ -34,7 +34,7 @@ from autoresearch.config import ExecutorConfig
 from autoresearch.errors import ConfigError, GitError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
 from autoresearch.gitcmd import IDENTITY, git_env, require_git
-from autoresearch.owned import remove
+from autoresearch.isolation.owned import remove
 
 # Output a run sends back, per stream: its last bytes.
 LOG_TAIL = 64 * 1024

@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from autoresearch.config import Campaign, ProposerConfig, format_validation_error
-from autoresearch.confinement import Confinement, confinement_for
 from autoresearch.errors import ConfigError
-from autoresearch.process import ChildRecord
+from autoresearch.isolation.confinement import Confinement, confinement_for
+from autoresearch.isolation.process import ChildRecord
 from autoresearch.proposers.agents import PRESETS, AgentOptions, AgentProposer
 from autoresearch.proposers.base import Proposer, ProposerSetup
 from autoresearch.proposers.command import CommandOptions, CommandProposer

@@ -19,11 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch.confinement import AGENT_STATE
-from autoresearch.edits import description_of
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import workspace_files
-from autoresearch.process import run_command
+from autoresearch.isolation.confinement import AGENT_STATE
+from autoresearch.isolation.process import run_command
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
@@ -35,6 +34,7 @@ from autoresearch.proposers.base import (
     clean_text,
 )
 from autoresearch.proposers.command import note_failure
+from autoresearch.proposers.edits import description_of
 from autoresearch.scope import PathMatcher
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT_FILE")"'

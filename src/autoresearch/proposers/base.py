@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from autoresearch.confinement import Confinement
-from autoresearch.process import ChildRecord
+from autoresearch.isolation.confinement import Confinement
+from autoresearch.isolation.process import ChildRecord
 
 
 def _environ() -> dict[str, str]:

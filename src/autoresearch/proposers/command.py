@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch.errors import AutoresearchError
-from autoresearch.process import CommandResult, run_command
+from autoresearch.isolation.process import CommandResult, run_command
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,

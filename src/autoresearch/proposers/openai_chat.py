@@ -13,17 +13,9 @@ from pathlib import Path
 from pydantic import Field
 
 from autoresearch.attempt import Status
-from autoresearch.edits import (
-    EditRefused,
-    description_of,
-    ideas_of,
-    parse_blocks,
-    plan_edits,
-    write_edits,
-)
 from autoresearch.gitcmd import workspace_files
+from autoresearch.isolation.owned import write_text
 from autoresearch.llm import ChatClient, ChatSettings, LLMError, api_key
-from autoresearch.owned import write_text
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
@@ -35,8 +27,16 @@ from autoresearch.proposers.base import (
     ProposerSetup,
     clean_text,
 )
-from autoresearch.render import num
+from autoresearch.proposers.edits import (
+    EditRefused,
+    description_of,
+    ideas_of,
+    parse_blocks,
+    plan_edits,
+    write_edits,
+)
 from autoresearch.scope import PathMatcher
+from autoresearch.views.render import num
 
 CHARS_PER_TOKEN = 4  # a conservative average for code and English
 REPLY_SHARE = 0.25  # of the context budget, kept free for the answer
@@ -150,7 +150,7 @@ def build_messages(
     if ideas:
         tail.append("# Open ideas\n\n" + "\n".join(f"- {i}" for i in ideas) + "\n")
     if ctx.strategy:
-        from autoresearch.escalation import ADVICE
+        from autoresearch.learning.escalation import ADVICE
 
         tail.append(f"# Strategy now: {ctx.strategy}\n\n{ADVICE[ctx.strategy]}\n")
     if ctx.hypothesis:

@@ -18,13 +18,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from autoresearch.attempt import Status
 from autoresearch.errors import ConfigError
-from autoresearch.params import ParamError, ParamRef, Scalar, format_value, read_param, write_param
 from autoresearch.proposers.base import (
     Outcome,
     Proposal,
     ProposalContext,
     Proposer,
     ProposerSetup,
+)
+from autoresearch.proposers.params import (
+    ParamError,
+    ParamRef,
+    Scalar,
+    format_value,
+    read_param,
+    write_param,
 )
 from autoresearch.scope import PathMatcher
 

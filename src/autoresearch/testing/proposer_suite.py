@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import Status
-from autoresearch.confinement import confinement_for
-from autoresearch.process import ChildRecord
-from autoresearch.prompt import build_prompt
+from autoresearch.isolation.confinement import confinement_for
+from autoresearch.isolation.process import ChildRecord
+from autoresearch.learning.prompt import build_prompt
 from autoresearch.proposers import REGISTRY
 from autoresearch.proposers.base import (
     Outcome,

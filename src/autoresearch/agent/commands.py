@@ -1,0 +1,309 @@
+"""Commands of the agent-driven mode: `start`, `workspace`, `step`, `mcp`, `setup`, `import`
+and `session`. Parsing and printing only; the work is done in the modules they call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from autoresearch.cli.options import checkout_root, console, handle_errors
+from autoresearch.config import CONFIG_FILE, load_campaign
+from autoresearch.views.render import safe
+
+if TYPE_CHECKING:
+    from autoresearch.agent.mode import StepReport
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"Config file (default: {CONFIG_FILE} or [tool.autoresearch] in pyproject.toml).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.command()
+@config_option
+@json_option
+@click.option(
+    "--hypotheses",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Markdown list or JSONL of hypotheses to queue; each step shows the next one.",
+)
+@handle_errors
+def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> None:
+    """Set the campaign up for an agent and measure the baseline (resume it if it has
+    one): then edit the workspace and call `step`."""
+    from autoresearch.agent.mode import start as start_campaign
+
+    campaign = load_campaign(checkout_root(), config_path)
+    if hypotheses is not None:
+        from autoresearch.learning.ideas import queue_file
+
+        added = queue_file(campaign, hypotheses)
+        if not as_json:
+            console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
+    _print_step(start_campaign(campaign), as_json)
+
+
+@click.command()
+@config_option
+@handle_errors
+def workspace(config_path: Path | None) -> None:
+    """Print the path of the campaign's workspace: the folder the agent edits."""
+    from autoresearch.agent.mode import workspace_path
+
+    click.echo(str(workspace_path(load_campaign(checkout_root(), config_path))))
+
+
+@click.command()
+@click.option(
+    "--description", "-d", default="", help="What you changed, in one line (for the log)."
+)
+@config_option
+@json_option
+@handle_errors
+def step(description: str, config_path: Path | None, as_json: bool) -> None:
+    """Judge the edit made in the workspace: screen, commit, measure, keep or roll back,
+    log; prints the verdict, the best so far and what to do next."""
+    from autoresearch.agent.mode import step as step_campaign
+
+    campaign = load_campaign(checkout_root(), config_path)
+    _print_step(step_campaign(campaign, description), as_json)
+
+
+@click.command(name="mcp")
+@config_option
+@handle_errors
+def mcp_(config_path: Path | None) -> None:
+    """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
+    client over stdio. Needs: pip install 'autoresearch[mcp]'."""
+    from autoresearch.agent.mcp_server import serve
+
+    serve(checkout_root(), config_path)
+
+
+@click.command()
+@click.argument("tool", type=click.Choice(["claude-code", "codex", "gemini"]))
+@click.option(
+    "--user", is_flag=True, help="Write the user's own files (home folder), not the project's."
+)
+@click.option(
+    "--command",
+    "command",
+    default="autoresearch",
+    show_default=True,
+    help="The command the tool runs to start the MCP server (`<command> mcp`).",
+)
+@json_option
+@handle_errors
+def setup(tool: str, user: bool, command: str, as_json: bool) -> None:
+    """Teach a coding agent the agent-driven loop (a skill or an AGENTS.md / GEMINI.md
+    section) and register the MCP server in its config. Safe to run again."""
+    from autoresearch.agent.setup import setup as write_setup
+
+    root = Path.cwd() if user else checkout_root()
+    written = write_setup(tool, root, user=user, command=command)
+    if as_json:
+        click.echo(json.dumps([w.to_json() for w in written], indent=2))
+        return
+    for item in written:
+        console.print(f"{item.action:>9}  {safe(str(item.path))}", highlight=False)
+
+
+@click.command(name="import")
+@click.argument("source")
+@click.option(
+    "--from",
+    "folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="`import pi`: the folder holding the session's files (default: the repository).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing autoresearch.toml.")
+@json_option
+@handle_errors
+def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> None:
+    """Write autoresearch.toml from a program file (karpathy-style, or Goal / Metric /
+    Guard / Config sections), or from a pi-autoresearch session (`import pi`, which also
+    brings its history in as imported, self-reported attempts)."""
+    from autoresearch.agent.importing import import_pi, import_program
+
+    root = checkout_root()
+    if source == "pi" and not (Path.cwd() / source).is_file():
+        result = import_pi(root, force, folder.resolve() if folder else None)
+    else:
+        result = import_program(root, Path(source).resolve(), force)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    verb = "wrote" if result.written else "kept"
+    console.print(f"{verb} {safe(str(result.config))} ({safe(result.style)})", highlight=False)
+    console.print("inferred:", highlight=False)
+    for line in result.found:
+        console.print(f"  {safe(line)}", highlight=False)
+    if result.missing:
+        console.print("could not infer (decide in the file):", highlight=False)
+        for line in result.missing:
+            console.print(f"  {safe(line)}", highlight=False)
+    if result.imported_path is not None:
+        console.print(
+            f"imported {result.imported} prior attempts (self-reported, never used in a "
+            f"decision) into {safe(str(result.imported_path))}",
+            highlight=False,
+        )
+    console.print(
+        "next: check the file; then `autoresearch start` to drive the campaign yourself "
+        "(edit the workspace, `autoresearch step`), or add a [proposer] and "
+        "`autoresearch check`, `autoresearch run`",
+        highlight=False,
+    )
+
+
+file_option = click.option(
+    "--file",
+    "path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("autoresearch.jsonl"),
+    show_default=True,
+    help="The session log.",
+)
+
+
+@click.group()
+def session() -> None:
+    """A session log for agents that measure themselves (self-reported; no engine
+    decision reads it)."""
+
+
+@session.command(name="init")
+@file_option
+@click.option("--metric", "metric", required=True, help="The primary metric's name.")
+@click.option("--direction", type=click.Choice(["higher", "lower"]), required=True)
+@click.option("--unit", default="", help="The metric's unit, for display.")
+@click.option("--max-runs", type=int, default=None)
+@click.option("--max-runtime-seconds", type=float, default=None)
+@click.option("--max-cost", type=float, default=None)
+@click.option("--convergence-runs", type=int, default=None)
+@click.option("--force", is_flag=True, help="Open a new segment in an existing log.")
+@handle_errors
+def session_init(
+    path: Path,
+    metric: str,
+    direction: str,
+    unit: str,
+    max_runs: int | None,
+    max_runtime_seconds: float | None,
+    max_cost: float | None,
+    convergence_runs: int | None,
+    force: bool,
+) -> None:
+    """Start the log: its first config record declares the metric and direction."""
+    from autoresearch.agent import session as sessions
+
+    entry = sessions.init(
+        path,
+        metric,
+        direction,
+        force=force,
+        unit=unit,
+        max_runs=max_runs,
+        max_runtime_seconds=max_runtime_seconds,
+        max_cost=max_cost,
+        convergence_runs=convergence_runs,
+    )
+    click.echo(json.dumps(entry))
+
+
+@session.command(name="record")
+@file_option
+@click.option("--metric", "metric", type=float, default=None, help="The measured value.")
+@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]))
+@click.option("--commit", default=None)
+@click.option("--description", default="")
+@click.option("--elapsed-seconds", type=float, default=None)
+@click.option("--estimated-cost", type=float, default=None)
+@click.option("--metric-name", default=None, help="A new primary metric: opens a new segment.")
+@click.option("--direction", type=click.Choice(["higher", "lower"]), default=None)
+@click.option("--format", "fmt", type=click.Choice(["json", "summary"]), default="summary")
+@handle_errors
+def session_record(
+    path: Path,
+    metric: float | None,
+    status: str | None,
+    commit: str | None,
+    description: str,
+    elapsed_seconds: float | None,
+    estimated_cost: float | None,
+    metric_name: str | None,
+    direction: str | None,
+    fmt: str,
+) -> None:
+    """Append one run with the status you assigned; prints the session's status."""
+    from autoresearch.agent import session as sessions
+
+    if status is None:
+        raise click.UsageError("--status is required (keep, discard, crash, checks_failed).")
+    data = sessions.record(
+        path,
+        status,
+        metric,
+        commit=commit,
+        description=description,
+        elapsed_seconds=elapsed_seconds,
+        estimated_cost=estimated_cost,
+        metric_name=metric_name,
+        direction=direction,
+    )
+    _session_out(data, fmt)
+
+
+@session.command(name="status")
+@file_option
+@click.option("--format", "fmt", type=click.Choice(["json", "summary"]), default="json")
+@handle_errors
+def session_status(path: Path, fmt: str) -> None:
+    """Best, delta, MAD, confidence, counts, budgets and convergence."""
+    from autoresearch.agent import session as sessions
+
+    _session_out(sessions.summary(sessions.read(path)), fmt)
+
+
+def _session_out(data: dict[str, object], fmt: str) -> None:
+    from autoresearch.agent.session import summary_lines
+
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+        return
+    for line in summary_lines(data):
+        click.echo(line)
+
+
+def _print_step(report: StepReport, as_json: bool) -> None:
+    from autoresearch.agent.mode import step_lines
+
+    _print(report.to_json() if as_json else step_lines(report))
+    sys.exit(report.exit_code)
+
+
+def _print(out: object) -> None:
+    if isinstance(out, dict):
+        click.echo(json.dumps(out, indent=2))
+        return
+    assert isinstance(out, list)
+    for line in out:
+        console.print(safe(str(line), one_line=False), highlight=False)
+
+
+COMMANDS: list[click.Command] = [start, workspace, step, mcp_, setup, import_, session]
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)

@@ -1,0 +1,107 @@
+"""The `confirm` and `compare` commands (registered on the main group by `cli`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from autoresearch.cli.options import (
+    checkout_root,
+    config_option,
+    console,
+    err_console,
+    handle_errors,
+    json_option,
+)
+from autoresearch.config import Campaign, load_campaign
+from autoresearch.measure.confirm import DEFAULT_PAIRS, Outcome, compare, confirm, describe
+
+repeat_option = click.option(
+    "--repeat",
+    type=click.IntRange(min=1, max=1000),
+    default=DEFAULT_PAIRS,
+    show_default=True,
+    help="Interleaved pairs of runs (each pair runs both versions once).",
+)
+
+
+def _progress(quiet: bool) -> object:
+    """Progress on one line that rewrites itself, on a terminal only: in a log or a pipe
+    the carriage returns would run the lines together."""
+
+    def show(side: str, pair: int, pairs: int) -> None:
+        if not quiet and err_console.is_terminal:
+            err_console.print(f"pair {pair}/{pairs}: measuring {side}", end="\r")
+
+    return show
+
+
+def _print(outcome: Outcome, as_json: bool) -> None:
+    data = outcome.to_json()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    console.print(escape(describe(data)))
+    console.print(
+        f"A {escape(outcome.a.label)} [{outcome.a.commit[:10]}], "
+        f"B {escape(outcome.b.label)} [{outcome.b.commit[:10]}]; "
+        f"samples in {'the report' if outcome.a.label == 'baseline' else '--json'}"
+    )
+
+
+@click.command(name="confirm")
+@config_option
+@repeat_option
+@json_option
+@handle_errors
+def confirm_cmd(config_path: Path | None, repeat: int, as_json: bool) -> None:
+    """Measure the best kept commit against the baseline in interleaved pairs: the gain
+    with a confidence interval, beside the raw one the ledger recorded."""
+    campaign = load_campaign(checkout_root(), config_path)
+    outcome = confirm(campaign, repeat, _progress(as_json))  # type: ignore[arg-type]
+    _print(outcome, as_json)
+    sys.exit(0)
+
+
+@click.command(name="compare")
+@click.argument("a")
+@click.argument("b")
+@config_option
+@repeat_option
+@json_option
+@handle_errors
+def compare_cmd(a: str, b: str, config_path: Path | None, repeat: int, as_json: bool) -> None:
+    """Measure two versions in interleaved pairs (A and B: 'baseline', 'best', an attempt
+    number or a commit); B's gain over A with a confidence interval."""
+    campaign = load_campaign(checkout_root(), config_path)
+    outcome = compare(campaign, a, b, repeat, _progress(as_json))  # type: ignore[arg-type]
+    _print(outcome, as_json)
+    sys.exit(0)
+
+
+def confirm_at_end(campaign: Campaign, quiet: bool) -> None:
+    """After a campaign that kept something under a noisy rule: confirm its best."""
+    from autoresearch.errors import AutoresearchError
+    from autoresearch.stats.auto_rule import resolve
+    from autoresearch.store.ledger import Ledger
+
+    cfg = campaign.config
+    pairs = cfg.decision.confirm
+    records = Ledger(campaign.state_dir).read()
+    if not pairs or not records or not any(r.status.name == "KEEP" for r in records):
+        return
+    rule = resolve(cfg.decision.to_rule(), records[0].samples or ())
+    if rule.name in ("strict", "threshold"):
+        return  # an exact metric (or one judged by a single run): nothing to confirm
+    if not quiet:
+        console.print(f"confirming the best against the baseline ({pairs} interleaved pairs)...")
+    try:
+        outcome = confirm(campaign, pairs, _progress(quiet))  # type: ignore[arg-type]
+    except AutoresearchError as exc:
+        console.print(f"[yellow]could not confirm the best:[/] {escape(str(exc))}")
+        return
+    console.print(escape(describe(outcome.to_json())))

@@ -1,0 +1,217 @@
+"""`autoresearch check`: run the metric and guard once on HEAD, exactly as a campaign would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from autoresearch.attempt import Status
+from autoresearch.config import Campaign, CampaignConfig
+from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
+from autoresearch.executors.base import OK, executor_setup
+from autoresearch.gitcmd import Git
+from autoresearch.isolation.process import Limits
+from autoresearch.isolation.sandbox import isolation_text, limits_text, sockets_text
+from autoresearch.measure.evaluation import measurement_env
+from autoresearch.measure.integrity import harness_files
+from autoresearch.measure.judge import Judge
+from autoresearch.measure.metrics import Readings, checked_readings
+from autoresearch.proposers import create_proposer, validate_proposer
+from autoresearch.proposers.base import Proposer
+from autoresearch.stats.auto_rule import recommend
+from autoresearch.stats.robust import robust_sigma
+from autoresearch.workspace import Workspace, ensure_state_dir, head_of
+
+# What `check` says before it knows: `run_check` replaces it with the isolation in force
+# for the metric and guard (`sandbox.isolation_text`).
+ISOLATION = "none"
+
+
+@dataclass(frozen=True)
+class ProposerCheck:
+    """What `check` found out about the proposer: `detail` when it can work, else `problem`."""
+
+    kind: str
+    detail: str = ""
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+@dataclass
+class CheckReport:
+    commit: str
+    metric: list[Measurement] = field(default_factory=list)
+    guard: Measurement | None = None
+    harness: list[str] = field(default_factory=list)
+    proposer: ProposerCheck | None = None
+    decision: str = ""
+    isolation: str = ISOLATION
+    sockets: str = ""  # the host's abstract unix sockets, as the sandbox leaves them
+    limits: str = ""
+    direction: str = "minimize"
+    noise: str = "symmetric"  # [metric] noise
+
+    @property
+    def ok(self) -> bool:
+        measured = all(m.ok for m in self.metric) and (self.guard is None or self.guard.ok)
+        return measured and (self.proposer is None or self.proposer.ok)
+
+    def values(self) -> list[float]:
+        return [m.value for m in self.metric if m.value is not None]
+
+    def spread(self) -> dict[str, float]:
+        values = self.values()
+        if not values:
+            return {}
+        median = statistics.median(values)
+        return {
+            "median": median,
+            "mad": statistics.median(abs(v - median) for v in values),
+            "min": min(values),
+            "max": max(values),
+        }
+
+    def noise_figures(self) -> dict[str, float]:
+        """The noise the robust rule sees (spikes left out), beside the standard deviation."""
+        values = self.values()
+        if len(values) < 2:
+            return {}
+        estimator = "time" if self.noise == "time" else "robust"
+        found = robust_sigma([values], estimator, self.direction)
+        return {"robust_sigma": found[0] if found else 0.0, "sigma": statistics.stdev(values)}
+
+    def recommendation(self) -> dict[str, str]:
+        """The rule and min_delta these runs call for (`auto_rule.recommend`)."""
+        rule, min_delta = recommend(self.values(), self.direction, self.noise)
+        return {"rule": rule, "min_delta": min_delta}
+
+
+def decision_text(cfg: CampaignConfig) -> str:
+    """The decision rule in force, in the words of the README."""
+    d = cfg.decision
+    delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
+    if d.rule == "auto":
+        how = " (noise = time)" if cfg.metric.noise == "time" else ""
+        return (
+            "auto: chosen from the baseline's 4 runs: identical -> one run per attempt, "
+            f"equal is not better; they differ -> the robust sequential rule{how}"
+        )
+    if d.rule == "strict":
+        return "strict: one run, kept only if better (equal is not better)"
+    if d.rule == "threshold":
+        return f"threshold: one run, kept only if better {delta or 'by more than 0'}"
+    if d.rule == "repeats":
+        extra = f" and {delta}" if delta else ""
+        return f"repeats: {d.repeats} runs, kept only if the mean is better by 2 sigma{extra}"
+    extra = f", {delta}" if delta else ""
+    return (
+        f"sequential: up to {d.max_samples} runs per side, kept only when better at "
+        f"{d.confidence:g} confidence{extra}"
+    )
+
+
+def proposer_check(
+    proposer: Proposer | None, kind: str, workspace: Path, offline: bool
+) -> ProposerCheck:
+    """Ask the proposer whether it can work here (its executable, its endpoint)."""
+    if proposer is None:
+        return ProposerCheck(kind)
+    try:
+        return ProposerCheck(kind, detail=proposer.preflight(workspace, offline) or kind)
+    except ConfigError:
+        raise
+    except AutoresearchError as exc:
+        return ProposerCheck(kind, problem=str(exc))
+
+
+def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> CheckReport:
+    """Validate everything that can be validated, then measure HEAD in a scratch worktree.
+
+    A proposer that cannot work (its tool missing, its endpoint not answering) is reported
+    beside the measurement rather than instead of it; a wrong config still stops here."""
+    cfg = campaign.config
+    kind = cfg.proposer.kind
+    missing: ProposerCheck | None = None
+    proposer: Proposer | None = None
+    try:
+        proposer = create_proposer(campaign)
+    except ConfigError:
+        raise
+    except AutoresearchError as exc:
+        missing = ProposerCheck(kind, problem=str(exc))
+    commit = head_of(campaign.root)
+    ensure_state_dir(campaign.root)
+    scratch = campaign.state_dir / f"check-{os.getpid()}"
+    campaign.state_dir.mkdir(parents=True, exist_ok=True)
+    repo = Git(campaign.root)
+    repo.run("worktree", "add", "-q", "--detach", "-f", str(scratch), commit)
+    executor = LocalExecutor()
+    try:
+        view = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
+        view.path = scratch
+        view.link_shares()
+        if proposer is not None:
+            validate_proposer(proposer, scratch)
+        report = CheckReport(
+            commit=commit,
+            harness=harness_files(campaign, scratch),
+            proposer=missing or proposer_check(proposer, kind, scratch, offline),
+            decision=decision_text(cfg),
+            direction=str(cfg.metric.direction or "minimize"),
+            noise=cfg.metric.noise,
+        )
+        executor.start(executor_setup(campaign))
+        report.isolation = isolation_text(cfg.sandbox.isolation)
+        report.sockets = sockets_text(cfg.sandbox.isolation)
+        report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
+        env = measurement_env(cfg.sandbox.pass_env)
+        env["AUTORESEARCH_ITERATION"] = "0"
+        env["AUTORESEARCH_WORKSPACE"] = str(scratch)
+        logs = campaign.state_dir / "logs"
+        sandbox = cfg.sandbox
+        limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
+        spec = metric_spec(cfg.metric, limits)
+        readings = Readings(cfg.metrics, cfg.metric.score)
+        if cfg.metric.score is not None:
+            spec = replace(spec, parse=False)
+        judge = Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
+        for k in range(repeat):
+            stem = logs / f"check-metric-{k + 1}"
+            if judge is not None:
+                verdict = judge.score(scratch, stem)
+                outcome = OK if verdict.score is not None else Status.CRASH
+                report.metric.append(
+                    Measurement(
+                        outcome,
+                        verdict.score,
+                        verdict.seconds,
+                        verdict.reason,
+                        stem.with_suffix(".out"),
+                    )
+                )
+            else:
+                measured = executor.run(spec, workspace=scratch, env=env, log_stem=stem)
+                report.metric.append(checked_readings(readings, measured, scratch, spec.timeout))
+            if not report.metric[-1].ok:
+                break
+        if cfg.guard is not None and report.metric[-1].ok:
+            guard = CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False, limits=limits)
+            report.guard = executor.run(
+                guard, workspace=scratch, env=env, log_stem=logs / "check-guard"
+            )
+        return report
+    finally:
+        if proposer is not None:
+            proposer.close()
+        executor.close()
+        repo.run("worktree", "remove", "--force", str(scratch), check=False)
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+        repo.run("worktree", "prune", check=False)

@@ -1,0 +1,188 @@
+"""The sandbox around the commands a proposer runs (an agent CLI, a script).
+
+A proposer edits its workspace and nothing else. Inside the sandbox it sees the machine
+read-only as the user does, minus the user's checkout (which holds `.autoresearch/`: the
+ledger, logs, the measurement folder) and the credential folders; it writes only its
+workspace, a private TMPDIR (where it may leave its description) and the folders its tool
+keeps its own state in (`~/.claude` for Claude Code, say). It reads the user's object
+store (the workspace's git borrows it), the shared paths and its prompt. The network stays
+on (agents call their model), every process it starts dies with the attempt, and its
+environment is an allowlist: the sandbox's own plus the names agents read their keys and
+proxies from, plus `[proposer] pass_env`.
+
+Without a sandbox (`isolation = "none"`, or none available) only the environment
+allowlist holds; the engine then watches the user's checkout while the proposer runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoresearch.isolation.process import Wrapper
+from autoresearch.isolation.sandbox import (
+    NoSandbox,
+    Sandbox,
+    allowed_env,
+    choose_sandbox,
+    engine_boundary,
+    fresh_tmpdir,
+    shared_paths,
+    user_paths,
+)
+
+# Where coding agents and the proxies in front of them read their settings and keys.
+AGENT_ENV_PREFIXES = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "OPENAI_",
+    "AZURE_OPENAI_",
+    "CODEX_",
+    "GEMINI_",
+    "GOOGLE_GENAI_",
+    "AIDER_",
+    "OLLAMA_",
+    "AWS_BEDROCK_",
+    "VERTEX_",
+)
+AGENT_ENV_NAMES = (
+    "GOOGLE_API_KEY",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+)
+
+# What each agent preset's CLI writes besides the workspace (created when missing, so
+# that the tool does not fail on a read-only home).
+# Claude Code saves ~/.claude.json by a temporary file and a rename, which a read-only home
+# refuses; it then writes the (bound, writable) file in place, which is what happens here.
+AGENT_STATE = {
+    "claude": ("~/.claude", "~/.claude.json", "~/.config/claude", "~/.local/state/claude"),
+    "codex": ("~/.codex",),
+    "gemini": ("~/.gemini",),
+    "aider": ("~/.aider",),
+}
+
+DESCRIPTION_NAME = "description.txt"
+
+
+def agent_env(env: Mapping[str, str], pass_env: Iterable[str]) -> dict[str, str]:
+    """`env` reduced to the allowlist, the agents' own names and `pass_env`."""
+    names = {k for k in env if k.startswith(AGENT_ENV_PREFIXES) or k in AGENT_ENV_NAMES}
+    return allowed_env(env, [*names, *pass_env])
+
+
+def home_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.expanduser(p)) for p in patterns)
+
+
+@dataclass(frozen=True)
+class Confined:
+    """One proposer command, ready to start: its environment, the wrapper that puts it in
+    the sandbox (None: it runs as it is), and where it may leave its description."""
+
+    env: dict[str, str]
+    wrap: Wrapper | None
+    description_file: Path
+    child_setup: Callable[[], None] | None = None  # the sandbox's step before exec
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How the commands of a proposer are confined; built once per campaign run."""
+
+    sandbox: Sandbox = field(default_factory=NoSandbox)
+    state_dir: Path | None = None  # `.autoresearch/<name>`: the private TMPDIR lives here
+    root: Path | None = None  # the user's checkout: hidden
+    objects: Path | None = None  # the user's object store: readable
+    share: tuple[Path, ...] = ()  # shared paths of the checkout: readable
+    deny_read: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()  # `[sandbox] writable`
+
+    @property
+    def isolating(self) -> bool:
+        return not isinstance(self.sandbox, NoSandbox)
+
+    def prepare(
+        self,
+        workspace: Path,
+        env: Mapping[str, str],
+        *,
+        readonly: Iterable[Path] = (),
+        writable: Iterable[str] = (),
+        pass_env: Iterable[str] = (),
+    ) -> Confined:
+        """Confine one command that runs in `workspace`. `readonly` are files it must read
+        (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
+        private TMPDIR is in `state_dir`, else beside the workspace."""
+        folder = self.state_dir or workspace.parent
+        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
+        description = tmpdir / DESCRIPTION_NAME
+        reduced = agent_env(env, pass_env)
+        if not self.isolating:
+            return Confined(reduced, None, description)
+        extra = home_paths(writable)
+        for path in extra:  # a tool fails on a read-only home when its folder is missing
+            if not path.suffix and not os.path.lexists(path):
+                path.mkdir(parents=True, exist_ok=True)
+        objects = (self.objects,) if self.objects is not None else ()
+        boundary = engine_boundary(
+            workspace,
+            tmpdir,
+            self.root or workspace,
+            reduced,
+            path_env=env.get("PATH", ""),
+            deny_read=self.deny_read,
+            readonly=(*objects, *self.share, *readonly),
+            writable=(*self.writable, *(p.resolve() for p in extra)),
+        )
+        sandbox = self.sandbox
+
+        def wrap(argv: list[str], status_fd: int) -> list[str]:
+            return sandbox.command(argv, boundary, status_fd)
+
+        return Confined(sandbox.environment(boundary), wrap, description, sandbox.child_setup())
+
+
+def confinement_for(
+    isolation: str,
+    source: str,
+    *,
+    state_dir: Path,
+    root: Path,
+    objects: Path | None,
+    share: Iterable[str] = (),
+    deny_read: Iterable[str] = (),
+    writable: Iterable[str] = (),
+) -> Confinement:
+    """The confinement `[sandbox] isolation` asks for ("bwrap" without bubblewrap raises
+    ConfigError; "auto" without it confines only the environment: the executor warns)."""
+    sandbox, _warning = choose_sandbox(isolation, source)
+    return Confinement(
+        sandbox=sandbox,
+        state_dir=state_dir,
+        root=root,
+        objects=objects,
+        share=shared_paths(root, share),
+        deny_read=user_paths(deny_read),
+        writable=user_paths(writable),
+    )

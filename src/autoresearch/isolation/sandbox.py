@@ -1,0 +1,397 @@
+"""The OS sandbox around the commands the engine starts.
+
+A `Sandbox` turns a command line into one that runs inside an isolation boundary; the
+engine describes what the command may see in a `Boundary`. `Bwrap` builds it with
+bubblewrap (Linux): its own mount view (the machine read-only as the user sees it, minus
+the hidden paths; the command's own folder and a private TMPDIR writable), its own PID
+namespace that dies with the engine (killing the command kills every descendant, `setsid`
+and daemons included), optionally its own network namespace, and `/proc` showing only its
+own processes. `NoSandbox` runs the command as it is. Another platform's sandbox (macOS
+Seatbelt, say) is one more class with the same two members.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from autoresearch.errors import ConfigError
+from autoresearch.isolation import landlock
+from autoresearch.isolation.process import SETUP_TRIES
+
+# Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
+DEFAULT_DENY_READ = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.git-credentials",
+    "~/.pypirc",
+)
+
+# The environment a sandboxed command starts from; `[sandbox] pass_env` adds names.
+ENV_ALLOWED = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "CONDA_PREFIX",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    # where toolchains live: paths, never secrets
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CONDA_DEFAULT_ENV",
+    "HF_HOME",
+    "TORCH_HOME",
+    "JAVA_HOME",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NODE_PATH",
+)
+ENV_PREFIXES = ("LC_", "AUTORESEARCH_", "XDG_")
+
+
+def allowed_env(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """`env` reduced to an allowlist: secrets are out unless named in `pass_env`."""
+    extra = set(pass_env)
+    return {
+        k: v for k, v in env.items() if k in ENV_ALLOWED or k in extra or k.startswith(ENV_PREFIXES)
+    }
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """What one command may see and touch."""
+
+    workdir: Path  # its own folder: writable, and where it starts
+    tmpdir: Path  # a private TMPDIR: writable
+    hidden: tuple[Path, ...] = ()  # unreadable (an empty folder, or an empty file, instead)
+    readonly: tuple[Path, ...] = ()  # shown again read-only, even inside a hidden folder
+    writable: tuple[Path, ...] = ()  # more writable paths (`[sandbox] writable`)
+    network: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
+        """The command line that runs `argv` inside `boundary`. With `status_fd`, the
+        sandbox writes there a line holding `"exit-code"` once the command inside has ended:
+        a sandbox that exits without it failed to set itself up and started nothing."""
+        ...
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        """The environment to start that command line with."""
+        ...
+
+    def child_setup(self) -> Callable[[], None] | None:
+        """What the child runs between fork and exec (None: nothing)."""
+        ...
+
+
+class NoSandbox:
+    """Runs commands as they are: nothing below is enforced (see `unprotected`)."""
+
+    name = "none"
+
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
+        return list(argv)
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        return dict(boundary.env)
+
+    def child_setup(self) -> Callable[[], None] | None:
+        return None
+
+
+class Bwrap:
+    name = "bwrap"
+
+    def __init__(self, executable: str = "bwrap") -> None:
+        self.executable = executable
+
+    def command(
+        self, argv: list[str], boundary: Boundary, status_fd: int | None = None
+    ) -> list[str]:
+        args = [
+            self.executable,
+            # Bound to the engine's life once it runs. No `--new-session`: the engine
+            # starts it in a session of its own already (no terminal to inject into), and
+            # the sandbox's init must stay in that process group, so that killing the
+            # group (a timeout, or the next engine after a SIGKILL came before bubblewrap
+            # had bound itself) takes the whole PID namespace with it.
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            # An engine run as root (a container, say) would hand its capabilities on: with
+            # them a command unmounts what hides the checkout or remounts / read-write.
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        if not boundary.network:
+            args.append("--unshare-net")
+        # Later mounts cover earlier ones: writable paths first, so that hiding wins over a
+        # writable folder that holds a hidden one; then what is shown again; then the
+        # command's own folders.
+        for path in boundary.writable:
+            if path.exists():
+                args += ["--bind", str(path), str(path)]
+        for path in boundary.hidden:
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", os.devnull, str(path)]
+        for path in boundary.readonly:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        # A read-only mount does not stop connect(): a daemon's socket (docker, ssh-agent,
+        # tmux, the session bus) would run whatever the command asks, outside the sandbox.
+        for path in host_sockets(boundary):
+            args += ["--ro-bind", os.devnull, str(path)]
+        for path in (boundary.tmpdir, boundary.workdir):
+            args += ["--bind", str(path), str(path)]
+        if status_fd is not None:
+            args += ["--json-status-fd", str(status_fd)]
+        args += ["--chdir", str(boundary.workdir), "--", *argv]
+        return args
+
+    def environment(self, boundary: Boundary) -> dict[str, str]:
+        return {**boundary.env, "TMPDIR": str(boundary.tmpdir)}
+
+    def child_setup(self) -> Callable[[], None] | None:
+        """A Landlock scope around bubblewrap where the kernel has one: the host's abstract
+        unix sockets, which share the network namespace, are out of reach."""
+        scope = landlock.child_setup(_probe(self.executable))
+        if scope is None:
+            return None
+        engine = os.getpid()
+
+        def setup() -> None:
+            # bubblewrap dies with its parent only once it runs: an engine killed between
+            # this fork and that exec would otherwise leave the sandbox running for good.
+            landlock.die_with_parent(engine)
+            scope()
+
+        return setup
+
+
+def _probe(executable: str) -> list[str]:
+    return Bwrap(executable).command(["true"], Boundary(Path("/"), Path("/tmp"), network=False))
+
+
+UNIX_SOCKETS = Path("/proc/net/unix")
+
+
+def bound_sockets(table: Path = UNIX_SOCKETS) -> list[Path]:
+    """The file-system paths of the unix sockets bound on this machine, as the kernel lists
+    them: listening ones (a daemon's) and datagram ones (a log's) alike. Abstract names,
+    which `--unshare-net` cuts off, are left out."""
+    try:
+        lines = table.read_text(encoding="utf-8", errors="surrogateescape").splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/"):
+            found.append(Path(fields[7]))
+    return found
+
+
+def host_sockets(boundary: Boundary, table: Path = UNIX_SOCKETS) -> list[Path]:
+    """The sockets a command must not reach: every bound one but those inside its own
+    folders or a `[sandbox] writable` path (which the user opened on purpose), and those
+    already hidden."""
+    open_to = (boundary.workdir, boundary.tmpdir, *boundary.writable)
+    masked = []
+    for path in dict.fromkeys(bound_sockets(table)):
+        if any(path.is_relative_to(p) for p in (*open_to, *boundary.hidden)):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:
+            continue  # gone, or behind a folder this user cannot search
+        masked.append(path)
+    return masked
+
+
+@lru_cache(maxsize=4)
+def bwrap_problem(executable: str = "bwrap") -> str | None:
+    """Why bubblewrap cannot sandbox commands here, or None when it can (probed once)."""
+    found = shutil.which(executable)
+    if found is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
+    # Each try lists the sockets afresh: one removed between the listing and the mount
+    # fails that try only, and must not pass for a machine where bubblewrap cannot work.
+    for _ in range(SETUP_TRIES):
+        try:
+            proc = subprocess.run(
+                _probe(found), capture_output=True, timeout=10, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap does not start ({exc})"
+        if proc.returncode == 0:
+            return None
+    detail = proc.stderr.decode(errors="replace").strip().splitlines()
+    return "bubblewrap cannot create namespaces here" + (f" ({detail[-1]})" if detail else "")
+
+
+def user_paths(patterns: Iterable[str]) -> tuple[Path, ...]:
+    """Paths as `[sandbox] deny_read` and `writable` give them (`~` allowed), resolved."""
+    return tuple(Path(os.path.expanduser(p)).resolve() for p in patterns)
+
+
+def shared_paths(root: Path, share: Iterable[str]) -> tuple[Path, ...]:
+    """The checkout's `share` paths, resolved."""
+    return tuple((root / item.strip().rstrip("/")).resolve() for item in share)
+
+
+def fresh_tmpdir(path: Path) -> Path:
+    """An empty private TMPDIR at `path`; whatever stood there (a link planted by an
+    earlier command, say) is removed, never followed."""
+    from autoresearch.isolation.owned import remove
+
+    remove(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def engine_boundary(
+    workdir: Path,
+    tmpdir: Path,
+    root: Path,
+    env: dict[str, str],
+    *,
+    path_env: str,
+    deny_read: Iterable[Path] = (),
+    readonly: Iterable[Path] = (),
+    writable: Iterable[Path] = (),
+    network: bool = True,
+) -> Boundary:
+    """What every command the engine starts may see: its folder and TMPDIR writable (plus
+    `writable`), the machine read-only minus the user's checkout (which holds
+    `.autoresearch/`) and `deny_read`; `readonly` and the checkout's interpreters on
+    `path_env` shown again read-only; the environment `env` (already reduced)."""
+    return Boundary(
+        workdir=workdir,
+        tmpdir=tmpdir,
+        hidden=(root.resolve(), *deny_read),
+        readonly=(*readonly, *interpreter_dirs(path_env, root)),
+        writable=tuple(writable),
+        network=network,
+        env=env,
+    )
+
+
+UNPROTECTED = (
+    "commands run without isolation: candidate code can read your checkout and files such "
+    "as ~/.ssh, leave processes behind, and see the engine's processes"
+)
+
+
+def choose_sandbox(
+    isolation: str, source: str, executable: str = "bwrap"
+) -> tuple[Sandbox, str | None]:
+    """The sandbox `[sandbox] isolation` asks for, and a warning when "auto" finds none.
+    "bwrap" without a working bubblewrap is refused (ConfigError)."""
+    if isolation == "none":
+        return NoSandbox(), None
+    problem = bwrap_problem(executable)
+    if problem is None:
+        return Bwrap(executable), None
+    if isolation == "bwrap":
+        raise ConfigError(
+            f"{source}: key 'sandbox.isolation': \"bwrap\" needs bubblewrap, which cannot run "
+            f'here ({problem}); install it (apt install bubblewrap) or set isolation = "auto".'
+        )
+    return NoSandbox(), f"{UNPROTECTED} ({problem})"
+
+
+def isolation_text(isolation: str) -> str:
+    """What `check` and the report say about `[sandbox] isolation` on this machine."""
+    if isolation == "none":
+        return 'none (isolation = "none")'
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    return f"none ({problem})"
+
+
+def sockets_text(isolation: str) -> str:
+    """What `check` says of the host's abstract unix sockets (an X server's, some buses'),
+    which no mount covers: out of reach inside a Landlock scope, otherwise reachable
+    whenever the network is on (always for a proposer)."""
+    if isolation == "none" or bwrap_problem() is not None:
+        return "reachable with the network on (no sandbox)"
+    scope = landlock.scoping_problem(tuple(_probe("bwrap")))
+    if scope is None:
+        return "out of reach (Landlock scope around bubblewrap)"
+    return f"reachable with the network on, always for a proposer ({scope})"
+
+
+@lru_cache(maxsize=16)
+def interpreter_dirs(path_env: str, root: Path) -> tuple[Path, ...]:
+    """Folders of the user's checkout that PATH runs programs from (a `.venv` inside the
+    repository, say): shown read-only, so that `python` still starts when the checkout is
+    hidden. A `bin` folder brings its parent (the environment) along."""
+    found: list[Path] = []
+    base = root.resolve()
+    for entry in path_env.split(os.pathsep):
+        if not entry:
+            continue
+        folder = Path(entry).resolve()
+        if folder == base or not folder.is_relative_to(base):
+            continue
+        found.append(folder.parent if folder.name in ("bin", "Scripts") else folder)
+    return tuple(dict.fromkeys(found))
+
+
+def limits_text(memory_mb: int, cpu_seconds: int) -> str:
+    """What `[sandbox] memory_mb` and `cpu_seconds` hold, as `check` and the report say it:
+    limits apply to each process (setrlimit), never to a command's processes together."""
+    parts = []
+    if memory_mb:
+        parts.append(f"address space {memory_mb} MiB")
+    if cpu_seconds:
+        parts.append(f"CPU time {cpu_seconds} s")
+    if not parts:
+        return "none (memory_mb and cpu_seconds are off)"
+    return (
+        ", ".join(parts) + " for each process of a command (setrlimit); the processes of one "
+        "command are not limited together (no cgroup limits)"
+    )

@@ -1,0 +1,357 @@
+"""Measuring code: the baseline, a candidate against the incumbent, and the guard.
+
+The decision rule's `Comparison` says which side to measure next; under `sequential` the
+incumbent is re-measured between candidate samples (candidate, incumbent, candidate, ...),
+so drift of the machine affects both sides alike. Every run is verified against the harness
+fingerprint first, and whatever a run leaves in the worktree is undone after it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.config import Campaign
+from autoresearch.errors import AutoresearchError
+from autoresearch.executors import CommandSpec, Executor, metric_spec
+from autoresearch.isolation import machine
+from autoresearch.isolation.process import Limits
+from autoresearch.measure.integrity import Fingerprint
+from autoresearch.measure.judge import Judge
+from autoresearch.measure.metrics import Readings, Samples, samples_from
+from autoresearch.measure.readout import MetricParseError
+from autoresearch.measure.tree import MeasureTree, Tree
+from autoresearch.stats.auto_rule import describe
+from autoresearch.stats.decide import Rule, Side, Verdict, estimate, explain
+from autoresearch.stats.sample_book import SampleBook
+from autoresearch.workspace import Candidate, Workspace
+
+Phase = Callable[..., None]
+
+
+@dataclass
+class Evaluation:
+    samples: list[float] = field(default_factory=list)
+    incumbent_samples: list[float] = field(default_factory=list)
+    verdict: Verdict = Verdict.DISCARD
+    failure: Status | None = None  # crash, timeout or tampered
+    reason: str = ""  # why it failed, or why the rule decided as it did
+    seconds: float = 0.0
+    runs: int = 0
+    cost_usd: float = 0.0  # what an LLM judge cost
+    tokens_in: int = 0
+    tokens_out: int = 0
+    # [[metrics]] and a composite's named values, per run, of either side
+    secondary: Samples = field(default_factory=dict)
+    incumbent_secondary: Samples = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)  # the last run's, until filed
+
+    @property
+    def metric(self) -> float | None:
+        return estimate(self.samples) if self.samples else None
+
+
+GUARD_LINES = 5  # of a failed guard's output, in the attempt's reason
+TAIL_BYTES = 16384
+
+
+def last_lines(*paths: Path) -> str:
+    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
+    failing tests' names, usually. Bounded: only the end of each log is read."""
+    lines: list[str] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, handle.tell() - TAIL_BYTES))
+                text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        lines += [line.strip() for line in text.splitlines() if line.strip()]
+    shown = [line[:200] for line in lines[-GUARD_LINES:]]
+    return ("; last lines: " + " | ".join(shown)) if shown else ""
+
+
+SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
+
+
+def measurement_env(pass_env: list[str]) -> dict[str, str]:
+    """The engine's environment minus secrets (`*_KEY`, `*_TOKEN`, ...), unless passed."""
+    allowed = set(pass_env)
+    return {k: v for k, v in os.environ.items() if k in allowed or not SECRET_RE.search(k)}
+
+
+class Evaluator:
+    """Runs what a `Comparison` asks for, through the executor, until it gives a verdict.
+
+    It keeps the samples of every version of the code measured so far (for the pooled
+    noise and the incumbent's reference), and which of a kept commit's samples selected
+    it. The engine says which commit is the incumbent: it passes it to `evaluate`, and
+    `baseline` and `kept` mark a commit as selected.
+    """
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        workspace: Workspace,
+        executor: Executor,
+        fingerprint: Fingerprint,
+        logs: Path,
+        phase: Phase,
+        *,
+        tree: Tree | None = None,
+        others_sealed: Callable[[], bool] = lambda: True,
+    ) -> None:
+        cfg = campaign.config
+        self.campaign = campaign
+        if cfg.metric.direction is None:
+            raise ValueError("the campaign's metric has no direction")
+        self.direction: str = cfg.metric.direction
+        self.workspace = workspace
+        # Measurements run in a folder of the engine's own that holds exactly the commit
+        # being measured, never in the proposer's workspace.
+        self.tree: Tree = tree or MeasureTree(
+            campaign.root,
+            workspace.state_dir / "measure",
+            list(cfg.share),
+            workspace.exclude_file,
+            workspace.submodule_gitdirs,
+            # Path by path only while nothing that could reach the folder outlives its run:
+            # the runs here in bubblewrap, and `others_sealed` (the proposer) says the same.
+            sealed=lambda: executor.isolation == "bwrap" and others_sealed(),
+        )
+        self.executor = executor
+        self.fingerprint = fingerprint
+        self.logs = logs
+        self.phase = phase
+        sandbox = cfg.sandbox
+        limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
+        self.metric = metric_spec(cfg.metric, limits)
+        # Secondary metrics and the composite score, read after each metric run.
+        self.readings = Readings(cfg.metrics, cfg.metric.score)
+        if cfg.metric.score is not None:  # the number comes from the formula, not stdout
+            self.metric = replace(self.metric, parse=False)
+        # Each version's secondary samples, for the constraints' reference.
+        self.secondary: dict[str, Samples] = {}
+        # With no metric command, the LLM judge is the metric.
+        self.judge = (
+            Judge(cfg.judge, campaign) if cfg.metric.command is None and cfg.judge else None
+        )
+        self.guard = (
+            CommandSpec(cfg.guard.command, cfg.guard.timeout, parse=False, limits=limits)
+            if cfg.guard
+            else None
+        )
+        # The samples of every version of the code: the pooled noise, the reference.
+        self.book = SampleBook(cfg.decision.to_rule(), self.direction)
+
+    def decision_text(self) -> str:
+        """What decides, and why (`rule = "auto"` names what it chose from the baseline)."""
+        book = self.book
+        return "decision: " + describe(book.configured, book.rule, book.first, self.direction)
+
+    @property
+    def rule(self) -> Rule:
+        """The rule in force: the configured one, `auto` resolved once the baseline is in."""
+        return self.book.rule
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def load(self, records: Sequence[AttemptRecord]) -> None:
+        """Rebuild the samples per commit from the ledger (for a resumed campaign)."""
+        self.book.load(records)
+        self.secondary = secondary_book(records)
+
+    def incumbent_secondary(self, incumbent: str, out: Evaluation) -> Samples:
+        """The incumbent's secondary samples: kept ones plus this comparison's."""
+        known = self.secondary.get(incumbent, {})
+        names = dict.fromkeys([*known, *out.incumbent_secondary])
+        return {n: [*known.get(n, []), *out.incumbent_secondary.get(n, [])] for n in names}
+
+    def env(self, iteration: int) -> dict[str, str]:
+        env = measurement_env(self.campaign.config.sandbox.pass_env)
+        env["AUTORESEARCH_ITERATION"] = str(iteration)
+        env["AUTORESEARCH_WORKSPACE"] = str(self.tree.path)
+        env["AUTORESEARCH_CAMPAIGN"] = self.campaign.name
+        return env
+
+    def discard(self) -> None:
+        """Throw away what the last run wrote, at the end of a campaign. Best effort: a
+        folder that is no longer the engine's is refused by the next run, never written."""
+        try:
+            self.tree.discard()
+        except AutoresearchError:
+            pass
+
+    # -- single runs --------------------------------------------------------------------
+
+    def _run(
+        self, spec: CommandSpec, commit: str, iteration: int, stem: str, out: Evaluation
+    ) -> float | None:
+        """One run on `commit`; None (and `out.failure`) when it fails.
+
+        The harness is verified before and after the run: a judge edited while it ran is
+        caught, not silently restored with the rest of what the run wrote.
+        """
+        self.tree.show(commit)
+        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
+        if tampered:
+            out.failure, out.reason = Status.TAMPERED, f"{tampered} changed during the campaign"
+            return None
+        if self.judge is not None and spec is self.metric:
+            return self._judge(stem, out)
+        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+            result = self.executor.run(
+                spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
+            )
+        if spec is self.metric:
+            machine.record(self.campaign.state_dir, run=stem, value=result.value)
+        out.seconds += result.seconds
+        out.runs += 1
+        is_metric = spec is self.metric
+        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
+        value = result.value if is_metric else 0.0
+        if not tampered and result.ok and is_metric and self.readings:
+            # Read before the folder is cleaned: the files the run wrote go with it.
+            value = self._readings(result.stdout_path, spec.timeout, value, out)
+        self.tree.settle()
+        if tampered:
+            out.failure = Status.TAMPERED
+            out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
+            return None
+        if not result.ok:
+            out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
+            out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}"
+            if not is_metric and out.failure is Status.CRASH:
+                out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
+            return None
+        return value
+
+    def _readings(
+        self, stdout: Path, budget: float, value: float | None, out: Evaluation
+    ) -> float | None:
+        """One run's secondary values (kept on `out` as `last`), and the composite."""
+        try:
+            values = self.readings.read(stdout, self.tree.path, budget)
+            if self.readings.score is not None:
+                value = self.readings.composite(values)
+        except MetricParseError as exc:
+            out.failure, out.reason = Status.CRASH, f"metric {exc}"
+            return None
+        out.last = values
+        return value
+
+    def _judge(self, stem: str, out: Evaluation) -> float | None:
+        assert self.judge is not None
+        verdict = self.judge.score(self.tree.path, self.logs / stem)
+        out.seconds += verdict.seconds
+        out.runs += 1
+        out.cost_usd += verdict.cost_usd
+        out.tokens_in += verdict.tokens_in
+        out.tokens_out += verdict.tokens_out
+        if verdict.score is None:
+            out.failure, out.reason = Status.CRASH, verdict.reason
+        return verdict.score
+
+    # -- what the engine asks for -------------------------------------------------------
+
+    def baseline(self, commit: str) -> Evaluation:
+        """Measure the starting code; on success `commit` is the incumbent."""
+        out = Evaluation(verdict=Verdict.KEEP)
+        count = self.rule.baseline_samples
+        for k in range(count):
+            self.phase("measuring", 0, sample=k + 1, samples=count)
+            value = self._run(self.metric, commit, 0, f"0000-metric-{k + 1}", out)
+            if value is None:
+                return out
+            out.samples.append(value)
+            _add(out.secondary, out.last)
+        self.book.baseline(commit, out.samples)
+        self.secondary[commit] = {n: list(v) for n, v in out.secondary.items()}
+        return out
+
+    def evaluate(
+        self, iteration: int, candidate: Candidate, commit: str, incumbent: str
+    ) -> Evaluation:
+        """Measure the candidate `commit` (and re-measure `incumbent`) until the rule
+        decides."""
+        out = Evaluation()
+        try:
+            return self._compare(iteration, commit, incumbent, out)
+        finally:
+            # Decided or cut short by a failure, the samples taken count: as a resumed
+            # campaign reads them from the ledger.
+            self.book.measured(commit, out.samples)
+            if out.secondary:
+                self.secondary[commit] = {n: list(v) for n, v in out.secondary.items()}
+
+    def _compare(self, iteration: int, commit: str, incumbent: str, out: Evaluation) -> Evaluation:
+        test = self.book.comparison(incumbent)
+        while isinstance(side := test.next(), Side):
+            if side is Side.INCUMBENT:
+                k = len(out.incumbent_samples) + 1
+                self.phase(
+                    "measuring", iteration, sample=k, samples=self.rule.cap, side="incumbent"
+                )
+                stem = f"{iteration:04d}-incumbent-{k}"
+                value = self._run(self.metric, incumbent, iteration, stem, out)
+                if value is None:
+                    out.reason = f"re-measuring the incumbent: {out.reason}"
+                    return out
+                out.incumbent_samples.append(value)
+                _add(out.incumbent_secondary, out.last)
+                self.book.remeasured(incumbent, value)
+            else:
+                k = len(out.samples) + 1
+                self.phase("measuring", iteration, sample=k, samples=self.rule.cap)
+                stem = f"{iteration:04d}-metric-{k}"
+                value = self._run(self.metric, commit, iteration, stem, out)
+                if value is None:
+                    return out
+                out.samples.append(value)
+                _add(out.secondary, out.last)
+            test.add(value)
+        out.verdict = test.verdict
+        out.reason = explain(self.rule, test.verdict, test.look)
+        return out
+
+    def measure_once(self, commit: str, stem: str, out: Evaluation) -> float | None:
+        """One metric run of `commit` outside any comparison (`confirm`, `compare`)."""
+        return self._run(self.metric, commit, 0, stem, out)
+
+    def run_guard(self, iteration: int, commit: str) -> Evaluation:
+        """Run the guard on `commit`."""
+        out = Evaluation()
+        if self.guard is not None:
+            self.phase("guard", iteration)
+            self._run(self.guard, commit, iteration, f"{iteration:04d}-guard", out)
+        return out
+
+    def kept(self, commit: str) -> None:
+        """The candidate `commit` was kept: the samples it has now selected it."""
+        self.book.kept(commit)
+
+
+def _add(into: Samples, values: dict[str, float]) -> None:
+    for name, value in values.items():
+        into.setdefault(name, []).append(value)
+    values.clear()
+
+
+def secondary_book(records: Sequence[AttemptRecord]) -> dict[str, Samples]:
+    """Each commit's secondary samples, from the ledger: its own and its re-measurements."""
+    book: dict[str, Samples] = {}
+    for record in records:
+        if record.commit and record.metrics:
+            mine = book.setdefault(record.commit, {})
+            for name, values in samples_from(record.metrics).items():
+                mine.setdefault(name, []).extend(values)
+        if record.parent and record.metrics:
+            theirs = book.setdefault(record.parent, {})
+            for name, values in samples_from(record.metrics, "incumbent_samples").items():
+                theirs.setdefault(name, []).extend(values)
+    return book

@@ -1,0 +1,795 @@
+"""Decision rules: samples in, verdict out. Pure, no I/O, imports nothing from the package.
+
+Rules (`Rule.name`):
+- `strict`: one sample; keep if better (equal is not better).
+- `threshold`: one sample; keep if better by more than `min_delta`.
+- `repeats`: `repeats` samples of each candidate (and of the baseline); keep if the mean gain
+  exceeds max(min_delta, 2 sigma of the difference of the means).
+- `sequential`: a look after every sample, candidate and incumbent measured in turn; see
+  `judge` and docs/sequential.md.
+
+`Comparison` is the sampling procedure of every rule: it says which side to measure next
+(or gives the verdict) and takes the values measured. The evaluator drives it with real
+runs, the calibration of the sequential boundary with simulated ones, the tests and the
+benchmarks with theirs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from typing import Literal, NamedTuple, Protocol
+
+from autoresearch.stats import calibration, robust
+
+RuleName = Literal["strict", "threshold", "repeats", "sequential", "auto"]
+RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential", "auto")
+Direction = Literal["minimize", "maximize"]
+
+
+class Verdict(Enum):
+    KEEP = "keep"
+    DISCARD = "discard"
+    MORE = "more"  # another sample is needed before deciding
+
+
+class Side(Enum):
+    """The version of the code a comparison wants measured next."""
+
+    CANDIDATE = "candidate"
+    INCUMBENT = "incumbent"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How candidates are judged: the `[decision]` table as a plain value."""
+
+    name: RuleName = "strict"
+    min_delta: float = 0.0  # the smallest gain worth keeping
+    percent: bool = False  # min_delta is a percentage of the incumbent's value
+    repeats: int = 5
+    max_samples: int = 8
+    confidence: float = 0.95
+    # How a side's samples become one number under `sequential` (see `robust`): "mean"
+    # (the rule as configured by name), "median" or "time" (what `auto` chooses).
+    estimator: str = "mean"
+
+    def __post_init__(self) -> None:
+        if self.name not in RULE_NAMES:
+            raise ValueError(f"unknown decision rule {self.name!r}")
+        if self.estimator not in robust.ESTIMATORS:
+            raise ValueError(f"unknown estimator {self.estimator!r}")
+
+    def min_delta_abs(self, reference: float) -> float:
+        return abs(reference) * self.min_delta / 100.0 if self.percent else self.min_delta
+
+    @property
+    def baseline_samples(self) -> int:
+        """Samples of the baseline (and the first batch of each candidate)."""
+        if self.name == "repeats":
+            return self.repeats
+        if self.name in ("sequential", "auto"):
+            return BASELINE_SAMPLES
+        return 1
+
+    @property
+    def cap(self) -> int:
+        """The most samples of a candidate one comparison takes."""
+        return self.max_samples if self.name == "sequential" else self.baseline_samples
+
+
+class RuleSource(Protocol):
+    """Anything that knows its rule (the campaign's decision config)."""
+
+    def to_rule(self) -> Rule: ...
+
+
+def as_rule(rule: Rule | RuleSource) -> Rule:
+    return rule if isinstance(rule, Rule) else rule.to_rule()
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A pooled estimate of the metric's noise: standard deviation and its degrees of freedom.
+
+    Under a robust estimator `sigma` is the robust spread, `dof` its effective degrees of
+    freedom, and `screen` how far worse (in sigmas) a first sample may look before the
+    candidate is dropped at once (0: the usual bar)."""
+
+    sigma: float
+    dof: int
+    screen: float = 0.0
+
+
+def gain(candidate: float, incumbent: float, direction: str) -> float:
+    """How much better `candidate` is than `incumbent` (positive = better)."""
+    return incumbent - candidate if direction == "minimize" else candidate - incumbent
+
+
+def estimate(samples: Sequence[float]) -> float:
+    """The number a rule reports for a set of samples."""
+    return statistics.fmean(samples)
+
+
+def _mean(samples: Sequence[float]) -> float:
+    # What `estimate` computes (statistics.fmean), without its overhead: the calibration
+    # takes hundreds of thousands of looks.
+    return math.fsum(samples) / len(samples)
+
+
+def samples_needed(rule: Rule | RuleSource) -> int:
+    """Samples of the baseline (and the first batch of each candidate)."""
+    return as_rule(rule).baseline_samples
+
+
+# The baseline is measured this often under `sequential`, to seed the noise estimate.
+BASELINE_SAMPLES = 4
+# Unbiased samples of the incumbent needed before a candidate is compared with it; a
+# freshly kept incumbent is re-measured this often first.
+REFERENCE_MIN = 1
+
+
+def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
+    """Pool the within-group variance of repeated samples of the same code."""
+    ss = 0.0
+    dof = 0
+    for group in groups:
+        if len(group) >= 2:
+            mean = statistics.fmean(group)
+            ss += sum((x - mean) ** 2 for x in group)
+            dof += len(group) - 1
+    if dof == 0:
+        return None
+    return Noise(sigma=math.sqrt(ss / dof), dof=dof)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The samples of every version of the code measured so far, one group per version.
+
+    The incumbent's group (`incumbent`, its index; None when it has none yet) grows with
+    the samples a comparison takes of it, and the candidate's samples join as a group of
+    their own: the noise estimate at a look pools them all.
+    """
+
+    groups: tuple[tuple[float, ...], ...] = ()
+    incumbent: int | None = None
+    estimator: str = "mean"
+    direction: str = "minimize"
+
+    @classmethod
+    def of(
+        cls,
+        groups: Mapping[str, Sequence[float]],
+        incumbent: str,
+        estimator: str = "mean",
+        direction: str = "minimize",
+    ) -> Pool:
+        keys = list(groups)
+        return cls(
+            tuple(tuple(groups[key]) for key in keys),
+            keys.index(incumbent) if incumbent in groups else None,
+            estimator,
+            direction,
+        )
+
+    def noise(self, fresh: Sequence[float], candidate: Sequence[float]) -> Noise | None:
+        groups: list[Sequence[float]] = list(self.groups)
+        if fresh:
+            if self.incumbent is None:
+                groups.append(fresh)
+            else:
+                groups[self.incumbent] = (*groups[self.incumbent], *fresh)
+        if candidate:
+            groups.append(candidate)
+        if self.estimator == "mean":
+            return pooled_noise(groups)
+        return robust_noise(groups, self.estimator, self.direction)
+
+
+def robust_noise(groups: Sequence[Sequence[float]], estimator: str, direction: str) -> Noise | None:
+    """The robust counterpart of `pooled_noise` (see `robust`), with the screen tolerance."""
+    found = robust.robust_sigma(groups, estimator, direction)
+    if found is None:
+        return None
+    sigma, dof = found
+    screen = robust.screen_tolerance(groups, estimator, direction, sigma)
+    return Noise(sigma, max(1, int(dof * robust.DOF_SHARE)), screen)
+
+
+def normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def normal_ppf(p: float) -> float:
+    """Inverse of the standard normal CDF (Acklam's rational approximation, |err| < 1e-9)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must be in (0, 1)")
+    a = (
+        -3.969683028665376e01,
+        2.209460984245205e02,
+        -2.759285104469687e02,
+        1.383577518672690e02,
+        -3.066479806614716e01,
+        2.506628277459239e00,
+    )
+    b = (
+        -5.447609879822406e01,
+        1.615858368580409e02,
+        -1.556989798598866e02,
+        6.680131188771972e01,
+        -1.328068155288572e01,
+    )
+    c = (
+        -7.784894002430293e-03,
+        -3.223964580411365e-01,
+        -2.400758277161838e00,
+        -2.549732539343734e00,
+        4.374664141464968e00,
+        2.938163982698783e00,
+    )
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+    low = 0.02425
+    if p < low:
+        q = math.sqrt(-2 * math.log(p))
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1
+        )
+    elif p > 1 - low:
+        q = math.sqrt(-2 * math.log(1 - p))
+        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1
+        )
+    else:
+        q = p - 0.5
+        r = q * q
+        x = (
+            (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5])
+            * q
+            / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+        )
+    # One Newton step against the exact CDF.
+    e = normal_cdf(x) - p
+    return x - e * math.sqrt(2 * math.pi) * math.exp(x * x / 2)
+
+
+def t_quantile(p: float, dof: int) -> float:
+    """Student-t quantile from the normal one (Cornish-Fisher expansion; fine for dof >= 3)."""
+    z = normal_ppf(p)
+    if dof >= 1000:
+        return z
+    v = float(max(dof, 1))
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
+
+
+def t_cdf(t: float, dof: int) -> float:
+    """Student-t CDF by bisection on `t_quantile` (monotone; good to ~1e-6)."""
+    lo, hi = 1e-12, 1 - 1e-12
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if t_quantile(mid, dof) < t:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+# A candidate that does not look better is dropped at once, except against a single
+# reference sample (right after a keep), where a real gain too often looks like none: there
+# it must look clearly worse (z below this).
+SINGLE_REFERENCE_DROP = -1.0
+
+
+def drop_bar(reference_samples: int) -> float:
+    return SINGLE_REFERENCE_DROP if reference_samples < 2 else 0.0
+
+
+# Futility: from the second candidate sample on, drop a candidate whose gain, projected to
+# max_samples, would reach less than this share of the efficacy boundary. The share rises
+# from the first value (second sample) to the second (last sample): early looks are noisy,
+# late ones have little left to learn.
+FUTILITY_SHARES = (0.55, 1.0)
+CALIBRATION_PATHS = 8000
+CALIBRATION_SEED = 20261129
+
+
+def screened_samples(estimator: str) -> int:
+    """Up to how many candidate samples the spike tolerance applies: until one spike can
+    no longer move the estimator (the better one of two under `time`, three for a median)."""
+    return {"time": 1, "median": 2, "robust": 2}.get(estimator, 0)
+
+
+def futility_share(k: int, max_samples: int) -> float:
+    """The futility bar's share of the efficacy boundary at k candidate samples (0: none)."""
+    if k < 2:
+        return 0.0
+    first, last = FUTILITY_SHARES
+    if max_samples <= 2:
+        return first
+    return first + (last - first) * (k - 2) / (max_samples - 2)
+
+
+def _projection(k: int, n: int, max_samples: int) -> float:
+    """se at max_samples (with as many more incumbent samples) / se now."""
+    final_n = min(n + max_samples - k, max_samples)
+    return math.sqrt(1 / max_samples + 1 / final_n) / math.sqrt(1 / k + 1 / n)
+
+
+@lru_cache(maxsize=4096)
+def _geometry(k: int, n: int, max_samples: int) -> tuple[float, float, float, float]:
+    """What a look with k candidate and n reference samples needs besides the values:
+    the standard error's factor sqrt(1/k + 1/n), the drop bar, the futility share and
+    the projection. Cached: the calibration takes hundreds of thousands of looks."""
+    return (
+        math.sqrt(1 / k + 1 / n),
+        drop_bar(n),
+        futility_share(k, max_samples),
+        _projection(k, n, max_samples),
+    )
+
+
+class Look(NamedTuple):
+    """What a comparison saw at one look (after a sample)."""
+
+    candidate: int  # candidate samples so far
+    reference: int  # reference samples compared with
+    fresh: int  # incumbent samples taken during this comparison
+    gain: float  # of the means, positive = the candidate is better
+    z: float | None = None  # gain / its standard error (sequential with noise only)
+    futility: float = 0.0  # the futility bar, as a share of the efficacy boundary
+    efficacy: float | None = None  # the efficacy boundary this look was judged at
+    ref_mean: float = 0.0  # the reference's mean, for relative gains and min_delta
+    threshold: float | None = None  # the gain to beat (threshold and repeats rules)
+    bar: float | None = None  # the drop bar on z this look was judged at (sequential)
+
+
+def judge(
+    rule: Rule,
+    direction: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    fresh: int = 0,
+    noise: Noise | None = None,
+    carried: int = 0,
+    efficacy: float | None = None,
+    open_walk: bool = False,
+) -> tuple[Verdict, Look | None]:
+    """The rule's verdict on the samples so far, and what it looked at.
+
+    `reference` holds the incumbent samples a candidate is compared with; under
+    `sequential` its last `fresh` were taken during this comparison, and `carried` says how
+    many it had from earlier comparisons when this one began (0 right after a keep).
+
+    Sequential: z = gain of the means / its standard error, the standard error from the
+    pooled noise estimate. Keep when z crosses the efficacy boundary, the estimated gain
+    exceeds min_delta and at least one incumbent sample is fresh (so that a drifting
+    machine cannot turn an old reference into a gain). Drop when the candidate does not
+    look better at all, when it is confidently short of min_delta, when the projected
+    statistic falls below the futility bar, or after max_samples of each. The boundary is
+    `efficacy` when given, else calibrated for the start state; `open_walk` judges with no
+    boundary at all (never keep, no futility): only the stops no boundary changes.
+    """
+    if not candidate or not reference:
+        return Verdict.MORE, None
+    k = len(candidate)
+    n = len(reference)
+    if rule.name == "sequential" and rule.estimator != "mean":
+        sigma = noise.sigma if noise is not None else 0.0
+        ref_mean = robust.location(reference, rule.estimator, direction, sigma)
+        g = gain(robust.location(candidate, rule.estimator, direction, sigma), ref_mean, direction)
+        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+    ref_mean = _mean(reference)
+    g = gain(_mean(candidate), ref_mean, direction)
+    if rule.name == "sequential":
+        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+    if rule.name == "strict":
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0)
+        return (Verdict.KEEP if g > 0 else Verdict.DISCARD), look
+    threshold = rule.min_delta_abs(ref_mean)
+    if rule.name == "repeats":
+        if k < rule.repeats:
+            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean)
+        var_c = statistics.variance(candidate) if k > 1 else 0.0
+        var_i = statistics.variance(reference) if n > 1 else 0.0
+        threshold = max(threshold, 2 * math.sqrt(var_c / k + var_i / n))
+    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold)
+    return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
+
+
+def _sequential(
+    rule: Rule,
+    g: float,
+    ref_mean: float,
+    k: int,
+    n: int,
+    fresh: int,
+    noise: Noise | None,
+    carried: int,
+    efficacy: float | None,
+    open_walk: bool,
+) -> tuple[Verdict, Look]:
+    delta = rule.min_delta_abs(ref_mean)
+    max_samples = rule.max_samples
+    done = k >= max_samples and fresh >= max_samples
+    if noise is None or noise.sigma <= 0:
+        # Exact samples: only min_delta and drift are left to rule out.
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta)
+        if g <= delta:
+            return Verdict.DISCARD, look
+        if open_walk:
+            return (Verdict.DISCARD if done else Verdict.MORE), look
+        return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
+    factor, bar, share, projection = _geometry(k, n, max_samples)
+    if noise.screen > 0 and k <= screened_samples(rule.estimator):
+        # One spike on the candidate's first sample(s) must not drop a real gain: only a
+        # loss beyond the campaign's typical spike does.
+        bar = min(bar, -noise.screen)
+    se = noise.sigma * factor
+    z = g / se
+    if open_walk:
+        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar)
+        return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
+    if efficacy is None:
+        # The boundary stays fixed through a comparison, as calibrated: it follows the
+        # noise estimate's degrees of freedom before this comparison's samples joined it.
+        efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried, noise.screen)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar)
+    if fresh >= 1 and z >= efficacy and g > delta:
+        return Verdict.KEEP, look
+    if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
+        return Verdict.DISCARD, look
+    if share > 0 and z < share * efficacy * projection:
+        return Verdict.DISCARD, look
+    return Verdict.MORE, look
+
+
+class Comparison:
+    """One candidate against the incumbent, sample by sample: the sampling procedure of
+    every rule.
+
+    `next()` names the side to measure (`Side`) or gives the verdict (KEEP or DISCARD);
+    `add(value)` takes the value measured on the side it named. The order:
+
+    - `strict`, `threshold`: one candidate sample;
+    - `repeats`: `repeats` candidate samples;
+    - `sequential`: an incumbent with fewer than REFERENCE_MIN reference samples (freshly
+      kept: the samples that selected it are biased) is measured first; then candidate,
+      incumbent, candidate, ... with a look after every sample.
+
+    `reference` is the incumbent samples the candidate is compared with (under
+    `sequential` its last `max_samples` unbiased ones), `noise` the noise estimate (fixed,
+    or a `Pool` that the comparison's own samples join), `carried` how many reference
+    samples earlier comparisons left behind (the start state). `efficacy` fixes the
+    sequential boundary instead of the calibrated one; `open_walk` judges with none (see
+    `judge`).
+    """
+
+    def __init__(
+        self,
+        rule: Rule,
+        direction: str,
+        reference: Sequence[float] = (),
+        noise: Noise | Pool | None = None,
+        carried: int = 0,
+        *,
+        efficacy: float | None = None,
+        open_walk: bool = False,
+    ) -> None:
+        self.rule = rule
+        self.direction = direction
+        self.noise_source = noise
+        self.carried = carried
+        self.efficacy = efficacy
+        self.open_walk = open_walk
+        self.sequential = rule.name == "sequential"
+        if self.sequential:
+            self.reference: list[float] = list(reference)[-rule.max_samples :]
+        elif reference:
+            self.reference = list(reference)
+        else:
+            raise ValueError(f"the {rule.name} rule needs samples of the incumbent")
+        self.candidate: list[float] = []
+        self.fresh: list[float] = []  # incumbent samples taken during this comparison
+        self.look: Look | None = None
+        self._batch = rule.repeats if rule.name == "repeats" else 1
+        self._next: Side | Verdict = self._first()
+
+    def next(self) -> Side | Verdict:
+        return self._next
+
+    @property
+    def verdict(self) -> Verdict:
+        """KEEP or DISCARD once decided, MORE before."""
+        return self._next if isinstance(self._next, Verdict) else Verdict.MORE
+
+    def noise(self) -> Noise | None:
+        """The noise estimate with this comparison's samples so far."""
+        source = self.noise_source
+        if isinstance(source, Pool):
+            return source.noise(self.fresh, self.candidate)
+        return source
+
+    def add(self, value: float) -> Look | None:
+        """Take the value measured on the side `next()` named; the look it led to, if any."""
+        side = self._next
+        if side is Side.INCUMBENT:
+            self.fresh.append(value)
+            reference = self.reference
+            reference.append(value)
+            if len(reference) > self.rule.max_samples:
+                del reference[0]
+            if not self.candidate:
+                self._next = self._first()
+                return None
+        elif side is Side.CANDIDATE:
+            self.candidate.append(value)
+            if len(self.candidate) < self._batch:
+                return None
+        else:
+            raise RuntimeError(f"the comparison is decided ({side.value}); nothing to add")
+        verdict, look = self._judge()
+        self.look = look
+        if verdict is not Verdict.MORE:
+            self._next = verdict
+        elif self.sequential and side is Side.CANDIDATE:
+            self._next = Side.INCUMBENT
+        else:
+            self._next = Side.CANDIDATE
+        return look
+
+    def _first(self) -> Side:
+        if self.sequential and len(self.reference) < REFERENCE_MIN:
+            return Side.INCUMBENT
+        return Side.CANDIDATE
+
+    def _judge(self) -> tuple[Verdict, Look | None]:
+        return judge(
+            self.rule,
+            self.direction,
+            self.reference,
+            self.candidate,
+            len(self.fresh),
+            self.noise(),
+            self.carried,
+            self.efficacy,
+            self.open_walk,
+        )
+
+
+def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
+    """Why the rule reached `verdict` at `look`, with the statistic and the threshold:
+    "z 1.42 < 2.10 after 3 runs", "first run 5.2% worse than the incumbent", ..."""
+    if look is None or verdict is Verdict.MORE:
+        return ""
+    k, g = look.candidate, look.gain
+    runs = f"after {k} run{'' if k == 1 else 's'}"
+    if g == 0:
+        return f"equal is not better ({runs})" if k > 1 else "equal is not better"
+    relative = _relative(g, look.ref_mean)
+    first = "first run" if k == 1 else f"mean of {k} runs"
+    if look.z is None or look.efficacy is None:  # one-sample rules, repeats, exact metrics
+        threshold = look.threshold or 0.0
+        if g < 0 or (verdict is Verdict.KEEP and threshold <= 0):
+            return f"{first} {relative} than the incumbent"
+        sign = ">" if verdict is Verdict.KEEP else "<="
+        what = "the bar (min_delta, 2 sigma)" if rule.name == "repeats" else "min_delta"
+        return f"gain {g:.4g} {sign} {what} {threshold:.4g} {runs} ({relative})"
+    z, efficacy = look.z, look.efficacy
+    if verdict is Verdict.KEEP:
+        return f"z {z:.2f} >= {efficacy:.2f} {runs} ({relative})"
+    bar = look.bar if look.bar is not None else drop_bar(look.reference)
+    if z <= bar:
+        if k == 1:
+            return f"{first} {relative} than the incumbent (z {z:.2f} <= {bar:g})"
+        return f"z {z:.2f} <= {bar:g} {runs}: not better"
+    delta = look.threshold or 0.0
+    if delta > 0 and g + efficacy * (g / z) <= delta:
+        return f"gain {g:.4g} confidently short of min_delta {delta:.4g} {runs}"
+    if k >= rule.max_samples and look.fresh >= rule.max_samples:
+        return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
+    return f"z {z:.2f} < futility bar {look.futility * efficacy:.2f} {runs}"
+
+
+def _relative(g: float, reference: float) -> str:
+    word = "better" if g > 0 else "worse"
+    if not reference:
+        return f"{abs(g):.4g} {word}"
+    pct = 100 * abs(g) / abs(reference)
+    return f"{pct:.1f}% {word}" if pct < 100 else f"{pct:.0f}% {word}"
+
+
+def decide(
+    incumbent: Sequence[float],
+    candidate: Sequence[float],
+    direction: str,
+    rule: Rule | RuleSource,
+    noise: Noise | None = None,
+    fresh_incumbent: int = 0,
+    carried: int = 0,
+) -> Verdict:
+    """The rule's verdict at one look (see `judge`); `Comparison` takes the looks in turn."""
+    verdict, _ = judge(
+        as_rule(rule), direction, incumbent, candidate, fresh_incumbent, noise, carried
+    )
+    return verdict
+
+
+class Start(Enum):
+    """Where a candidate's evaluation starts from, by the reference it inherits."""
+
+    AFTER_KEEP = "after keep"  # REFERENCE_MIN fresh samples of a newly kept incumbent
+    PARTIAL = "partial"  # fewer than max_samples carried over from earlier evaluations
+    FULL = "full"  # max_samples carried over
+
+
+def start_state(carried: int, max_samples: int) -> Start:
+    if carried <= 0:
+        return Start.AFTER_KEEP
+    return Start.FULL if carried >= max_samples else Start.PARTIAL
+
+
+# Null candidates evaluated before the calibrated one, as a campaign reaches each start
+# state: right after a keep none; with a partial reference one; with a full one several.
+PRIOR_ATTEMPTS = {Start.AFTER_KEEP: 0, Start.PARTIAL: 1, Start.FULL: 4}
+
+
+def _prior_attempt(test: Comparison, draws: Iterator[float]) -> Verdict:
+    """Drive a null candidate's comparison to its verdict, exactly as the evaluator does."""
+    while True:
+        side = test.next()
+        if isinstance(side, Verdict):
+            return side
+        test.add(next(draws))
+
+
+def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
+    """The largest efficacy boundary at which this null comparison would be kept (0: never).
+
+    `test` walks open (no boundary), so it runs until a stop that no boundary changes. At
+    a boundary b the comparison is kept at a look when z >= b (with a fresh incumbent
+    sample) and dropped when z falls below the futility bar, which scales with b.
+    Kept(b) is monotone, so the critical boundary is the best look's min(z, the futility
+    headroom of the looks before it).
+    """
+    best = 0.0
+    headroom = math.inf  # the largest boundary the earlier looks let through
+    while isinstance(test.next(), Side):
+        look = test.add(next(draws))
+        if look is None:
+            continue
+        assert look.z is not None
+        if look.fresh >= 1:
+            best = max(best, min(look.z, headroom))
+        if look.futility > 0:
+            headroom = min(headroom, look.z / look.futility)
+        if headroom <= best:
+            break
+    return best
+
+
+@lru_cache(maxsize=256)
+def calibrated_efficacy(
+    max_samples: int,
+    confidence: float,
+    dof: int,
+    start: Start = Start.AFTER_KEEP,
+    estimator: str = "mean",
+    screen: float = 0.0,
+) -> float:
+    """See `_calibrate`; robust estimators' boundaries are also kept on disk (`calibration`),
+    since each takes seconds and a campaign needs several."""
+    if estimator == "mean":
+        return _calibrate(max_samples, confidence, dof, start, estimator, screen)
+    key = f"{max_samples}/{confidence!r}/{dof}/{start.name}/{estimator}/{screen!r}"
+    return calibration.cached(
+        key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen)
+    )
+
+
+def _calibrate(
+    max_samples: int,
+    confidence: float,
+    dof: int,
+    start: Start = Start.AFTER_KEEP,
+    estimator: str = "mean",
+    screen: float = 0.0,
+) -> float:
+    """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
+    probability at most 1 - confidence by `Comparison` itself: a look after every sample,
+    interleaved incumbent samples, binding futility, and a noise estimate with `dof`
+    degrees of freedom.
+
+    Each start state has its own boundary, because the reference differs. Right after a
+    keep it is the new incumbent's fresh re-measurements. Later it was carried over from
+    earlier evaluations, which stopped when the comparison turned against their candidate,
+    more often when the incumbent's samples came out lucky, so it leans in the incumbent's
+    favour, the more so the more evaluations it outlived. The state is simulated as it
+    arises: a newly kept incumbent, then PRIOR_ATTEMPTS null candidates dropped in turn (the
+    first at the after-keep boundary, later ones at the partial one), then the calibrated
+    one; paths on which a prior candidate is kept never reach the state and are left out. Each
+    state has its own fixed set of paths, so the boundary is deterministic.
+    """
+    alpha = 1.0 - confidence
+    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
+    # these paths does not overshoot on new ones.
+    alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
+    index = list(Start).index(start)
+    rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
+    if estimator != "mean":
+        rng = random.Random(f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}")
+    attempt_width = 2 * max_samples + 1
+    prior = PRIOR_ATTEMPTS[start]
+    # The candidates before: the first right after the keep, the others partial.
+    boundaries = [
+        calibrated_efficacy(
+            max_samples,
+            confidence,
+            dof,
+            Start.AFTER_KEEP if i == 0 else Start.PARTIAL,
+            estimator,
+            screen,
+        )
+        for i in range(prior)
+    ]
+    rule = Rule("sequential", max_samples=max_samples, confidence=confidence, estimator=estimator)
+    critical = []
+    for _ in range(CALIBRATION_PATHS):
+        noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof, screen)  # s/sigma
+        draws = iter(
+            [rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)]
+        )
+        reference: list[float] = []
+        for boundary in boundaries:
+            test = Comparison(rule, "minimize", reference, noise, len(reference), efficacy=boundary)
+            # A prior candidate kept makes a new incumbent: the path never reaches the state.
+            if _prior_attempt(test, draws) is Verdict.KEEP:
+                break
+            reference = test.reference
+        else:
+            walk = Comparison(rule, "minimize", reference, noise, len(reference), open_walk=True)
+            critical.append(_critical_boundary(walk, draws))
+    critical.sort(reverse=True)
+    # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps
+    # `allowed` paths.
+    allowed = int(alpha * len(critical))
+    return math.nextafter(critical[allowed], math.inf)
+
+
+DOF_STEPS = (3, 5, 8, 12, 20, 35, 60, 100, 1000)
+
+
+def _dof_step(dof: int) -> int:
+    """Round the noise estimate's degrees of freedom down to a calibrated step."""
+    return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
+
+
+def sequential_bounds(
+    rule: Rule | RuleSource, dof: int, carried: int = 0, screen: float = 0.0
+) -> float:
+    """The efficacy boundary on the t statistic of the gain."""
+    rule = as_rule(rule)
+    start = start_state(carried, rule.max_samples)
+    if rule.estimator == "mean":
+        return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
+    return calibrated_efficacy(
+        rule.max_samples, rule.confidence, _dof_step(dof), start, rule.estimator, screen
+    )
+
+
+def confidence_better(
+    incumbent: Sequence[float], candidate: Sequence[float], direction: str, noise: Noise | None
+) -> float | None:
+    """P(candidate is truly better), from the t statistic of the gain of the means."""
+    if not candidate or not incumbent or noise is None or noise.sigma <= 0:
+        return None
+    se = noise.sigma * math.sqrt(1 / len(candidate) + 1 / len(incumbent))
+    return t_cdf(gain(estimate(candidate), estimate(incumbent), direction) / se, noise.dof)

@@ -1,0 +1,86 @@
+"""The gain of one version over another from interleaved pairs of runs: a distribution-free
+estimate and confidence interval (pure, no I/O).
+
+Each pair measures A and B back to back (in alternating order, so a trend of the machine
+hits both alike); the gain of B over A in pair i is d_i. The estimate is the median of the d_i, the
+interval the sign test's (two order statistics of the d_i): it holds for any noise whose
+pair differences have the true gain as their median, spikes included, and a spiked pair
+moves the interval's ends by one order statistic at most.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from autoresearch.stats.decide import gain, normal_cdf
+from autoresearch.stats.robust import median
+
+
+@dataclass(frozen=True)
+class PairedGain:
+    pairs: int
+    estimate: float  # of B's gain over A (positive: B is better), metric units
+    low: float  # the confidence interval
+    high: float
+    level: float  # the interval's coverage: at least the level asked for, when n allows
+    confidence: float  # 1 - p of the one-sided sign test that B is better
+    reference: float  # A's median, for percentages
+
+    @property
+    def confirmed(self) -> bool:
+        """B is better with the interval's confidence: the whole interval is a gain."""
+        return self.low > 0
+
+    def pct(self, value: float) -> float | None:
+        return percent(value, self.reference)
+
+
+def percent(value: float | None, reference: float | None) -> float | None:
+    """`value` as a share of `reference`, in percent; None without either."""
+    if value is None or not reference:
+        return None
+    return 100.0 * value / abs(reference)
+
+
+def _binomial_cdf(k: int, n: int) -> float:
+    """P(Bin(n, 1/2) <= k)."""
+    if k < 0:
+        return 0.0
+    if n > 1000:
+        return float(normal_cdf((k + 0.5 - n / 2) / math.sqrt(n / 4)))
+    return float(sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n)
+
+
+def paired_gain(
+    a: Sequence[float], b: Sequence[float], direction: str, level: float = 0.95
+) -> PairedGain:
+    """B's gain over A from pairs (a[i], b[i])."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired_gain needs as many samples of A as of B, at least one")
+    d = sorted(gain(y, x, direction) for x, y in zip(a, b, strict=True))
+    n = len(d)
+    # The largest k with P(Bin(n, 1/2) <= k) <= (1 - level) / 2: the interval runs from
+    # the (k+1)-th smallest difference to the (k+1)-th largest.
+    k = -1
+    while _binomial_cdf(k + 1, n) <= (1 - level) / 2:
+        k += 1
+    # Too few pairs for the level asked (fewer than 6 for 95%): the widest interval, the
+    # smallest to the largest difference, said with the coverage it really has.
+    k = max(k, 0)
+    low, high = d[k], d[n - 1 - k]
+    coverage = 1.0 - 2.0 * _binomial_cdf(k, n)
+    better = sum(1 for x in d if x > 0)
+    worse = sum(1 for x in d if x < 0)
+    # One-sided sign test of "B is better", ties left out.
+    confidence = 1.0 - _binomial_cdf(worse, better + worse) if better + worse else 0.5
+    return PairedGain(n, median(d), low, high, coverage, confidence, median(a))
+
+
+def pairs_for(level: float = 0.95) -> int:
+    """The fewest pairs whose sign-test interval covers `level`."""
+    n = 1
+    while 1.0 - 2.0 * _binomial_cdf(0, n) < level:
+        n += 1
+    return n

@@ -1,0 +1,155 @@
+"""The samples a decision rule compares with: every version's samples, and which selected it.
+
+This is the evaluator's bookkeeping without the measuring, so that it can be rebuilt from
+the ledger alone: on resume, and by `verify`, which replays every recorded verdict with it.
+It imports nothing that runs a command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from autoresearch.stats.auto_rule import resolve
+from autoresearch.stats.decide import Comparison, Pool, Rule
+from autoresearch.stats.robust import change_point
+
+
+class Kind(Protocol):
+    """What the book asks of a record's status (`attempt.Status` answers it)."""
+
+    @property
+    def sets_best(self) -> bool: ...
+
+    @property
+    def kept_change(self) -> bool: ...
+
+
+class Recorded(Protocol):
+    """The fields of a ledger record the book reads (`attempt.AttemptRecord` has them):
+    the statistics import nothing else of the package."""
+
+    @property
+    def commit(self) -> str | None: ...
+
+    @property
+    def parent(self) -> str | None: ...
+
+    @property
+    def samples(self) -> Sequence[float] | None: ...
+
+    @property
+    def incumbent_samples(self) -> Sequence[float] | None: ...
+
+    @property
+    def status(self) -> Kind: ...
+
+
+def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
+    """Every sample of each version of the code: its own runs plus later re-measurements."""
+    groups: dict[str, list[float]] = {}
+    for record in list(records):
+        if record.commit and record.samples:
+            groups.setdefault(record.commit, []).extend(record.samples)
+        if record.parent and record.incumbent_samples:
+            groups.setdefault(record.parent, []).extend(record.incumbent_samples)
+    return groups
+
+
+class SampleBook:
+    """The samples of every version of the code measured so far, for the pooled noise and
+    the incumbent's reference, and how many of a kept commit's samples selected it."""
+
+    def __init__(self, rule: Rule, direction: str) -> None:
+        # `rule = "auto"` becomes a rule once the baseline is known (`auto_rule.resolve`).
+        self.configured = rule
+        self.rule = rule
+        self.first: list[float] = []  # the baseline's samples, which `auto` decides from
+        self.direction = direction
+        # Samples of each version of the code measured so far, for the pooled noise.
+        self.groups: dict[str, list[float]] = {}
+        # How many of a kept commit's samples were taken to select it. They are biased
+        # in its favour (it was kept because they looked good), so comparisons use only
+        # its later re-measurements.
+        self.selected: dict[str, int] = {}
+        # How many of a commit's samples were taken when it was measured itself (as the
+        # baseline or as a candidate); the rest are re-measurements as the incumbent.
+        self.own: dict[str, int] = {}
+
+    # -- from the ledger ----------------------------------------------------------------
+
+    def load(self, records: Iterable[Recorded]) -> None:
+        """Rebuild everything from the ledger's records (for a resumed campaign)."""
+        self.groups, self.selected, self.own = {}, {}, {}
+        self.first, self.rule = [], self.configured
+        for record in records:
+            self.take(record)
+
+    def take(self, record: Recorded) -> None:
+        """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
+        for commit, samples in sample_groups([record]).items():
+            self.groups.setdefault(commit, []).extend(samples)
+        baseline = record.status.sets_best and not record.status.kept_change
+        if baseline:
+            self.first = list(record.samples or ())
+            self.rule = resolve(self.configured, self.first, self.direction)
+        if record.commit and record.status.sets_best:
+            count = len(record.samples or ())
+            self.own[record.commit] = count
+            if not baseline:
+                self.selected[record.commit] = count
+
+    # -- as measurements come in --------------------------------------------------------
+
+    def baseline(self, commit: str, samples: list[float]) -> None:
+        """The baseline `commit` was measured: its samples are its own."""
+        self.groups[commit] = list(samples)
+        self.own[commit] = len(samples)
+        self.first = list(samples)
+        self.rule = resolve(self.configured, samples, self.direction)
+
+    def remeasured(self, incumbent: str, value: float) -> None:
+        """One more sample of the incumbent, taken during a candidate's comparison."""
+        self.groups.setdefault(incumbent, []).append(value)
+
+    def measured(self, commit: str, samples: list[float]) -> None:
+        """The candidate `commit` was measured (decided, or cut short by a failure)."""
+        if samples:
+            self.groups[commit] = list(samples)
+
+    def kept(self, commit: str) -> None:
+        """The candidate `commit` was kept: the samples it has now selected it."""
+        self.selected[commit] = self.own[commit] = len(self.groups.get(commit, []))
+
+    # -- what a comparison starts from --------------------------------------------------
+
+    def reference(self, incumbent: str) -> list[float]:
+        """The incumbent samples a candidate is compared with."""
+        samples = self.groups.get(incumbent, [])
+        if self.rule.name == "sequential":
+            unbiased = samples[self.selected.get(incumbent, 0) :]
+            if self.rule.estimator != "mean":
+                # The machine changed under the incumbent (a neighbour started, the clock
+                # dropped): compare only with what it measures since.
+                unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
+            return unbiased[-self.rule.max_samples :]
+        return samples
+
+    def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
+        """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
+        return change_point(unbiased)
+
+    def carried(self, incumbent: str) -> int:
+        """How many reference samples earlier candidates' evaluations left behind."""
+        remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
+        return max(0, min(len(self.reference(incumbent)), remeasured))
+
+    def comparison(self, incumbent: str) -> Comparison:
+        """The procedure that decides on a candidate against `incumbent` now."""
+        return Comparison(
+            self.rule,
+            self.direction,
+            self.reference(incumbent),
+            Pool.of(self.groups, incumbent, self.rule.estimator, self.direction),
+            self.carried(incumbent),
+        )

@@ -1,0 +1,1 @@
+"""The records: the ledger and state file, summaries, status, verify and replay."""

@@ -1,0 +1,311 @@
+"""`autoresearch dashboard`: a read-only live page of a campaign, served on 127.0.0.1.
+
+The page polls three JSON endpoints and redraws itself: /api/status (the summary),
+/api/attempts (the ledger) and /api/diff/<n> (one attempt's diff). Only GET is answered,
+and only for a `Host` that names the address the server is bound to: a web page from
+elsewhere that rebinds its own DNS name to 127.0.0.1 gets nothing (DNS rebinding). Idle
+connections are closed after `IDLE_SECONDS`. Polling never takes the engine's lock.
+"""
+
+from __future__ import annotations
+
+import html as markup
+import ipaddress
+import json
+import re
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from autoresearch.attempt import Status
+from autoresearch.cli.results import diff as attempt_diff
+from autoresearch.errors import AutoresearchError
+from autoresearch.store.ledger import Ledger, stored_object
+from autoresearch.store.status import campaign_status
+
+# How each status is drawn; the page gets these with the statuses' properties, so it
+# follows the enum instead of spelling status names.
+POINT_FILLS: dict[Status, str] = {
+    Status.KEEP: "#2ca02c",
+    Status.MERGED: "#2ca02c",
+    Status.BASELINE: "#1f77b4",
+    Status.DISCARD: "#b0b0b0",
+    Status.CRASH: "#d62728",
+    Status.TIMEOUT: "#d62728",
+    Status.TAMPERED: "#d62728",
+}
+OTHER_FILL = "#9467bd"
+ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9", Status.MERGED: "#e8f5e9"}
+POINT_RADII: dict[Status, float] = {Status.KEEP: 5, Status.MERGED: 5}
+POINT_RADIUS = 3.5
+PROPERTIES = (
+    "halts",
+    "sets_best",
+    "counts_toward_plateau",
+    "is_failure",
+    "measured",
+    "rolls_back_unmeasured",
+    "shows_reason",
+)
+
+IDLE_SECONDS = 15.0
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>/*TITLE*/</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+#summary { font-size: 18px; margin-bottom: 0.8em; }
+table { border-collapse: collapse; font-size: 14px; margin-top: 1em; }
+td, th { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+tr.attempt { cursor: pointer; } tr.attempt:hover td { background: #f3f6fb; }
+pre#diff { background: #f7f7f7; padding: 1em; max-height: 30em; overflow: auto; }
+pre#diff:empty { display: none; }
+/*STATUS STYLES*/
+</style></head><body>
+<h1 id="title">autoresearch</h1>
+<div id="summary">loading...</div>
+<ul id="slots"></ul>
+<svg id="chart" width="900" height="320" role="img" aria-label="progress chart"></svg>
+<table id="attempts"><thead><tr><th>#</th><th>status</th><th>metric</th><th>delta</th>
+<th>description</th></tr></thead><tbody></tbody></table>
+<h2 id="diff-title"></h2><pre id="diff"></pre>
+<script>
+const NS = "http://www.w3.org/2000/svg";
+const STATUSES = /*STATUSES*/;
+const OTHER = {sets_best: false, point: "other", radius: /*POINT RADIUS*/};
+function look(status) { return STATUSES[status] || OTHER; }
+function fmt(v) {
+  if (v === null || v === undefined) return "-";
+  const s = Number(v).toPrecision(6);
+  return s.includes(".") && !s.includes("e") ? s.replace(/0+$/, "").replace(/\\.$/, "") : s;
+}
+function el(tag, attrs, text) {
+  const e = document.createElementNS(NS, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text) e.textContent = text;
+  return e;
+}
+function drawChart(records) {
+  const svg = document.getElementById("chart");
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  const pts = records.filter(r => r.metric !== null && r.metric !== undefined);
+  if (!pts.length) return;
+  const W = 900, H = 320, P = 40;
+  const xs = records.map(r => r.iteration), ys = pts.map(r => r.metric);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  let y0 = Math.min(...ys), y1 = Math.max(...ys); if (y0 === y1) { y0 -= 1; y1 += 1; }
+  const sx = x => P + (x - x0) / (x1 - x0) * (W - 2 * P);
+  const sy = y => H - P - (y - y0) / (y1 - y0) * (H - 2 * P);
+  svg.appendChild(el("line", {x1: P, y1: H - P, x2: W - P, y2: H - P, stroke: "#999"}));
+  svg.appendChild(el("line", {x1: P, y1: P, x2: P, y2: H - P, stroke: "#999"}));
+  svg.appendChild(el("text", {x: 4, y: P - 10, "font-size": 12}, fmt(y1)));
+  svg.appendChild(el("text", {x: 4, y: H - P, "font-size": 12}, fmt(y0)));
+  let best = null, path = "";
+  for (const r of records) {
+    if (best !== null) path += " L " + sx(r.iteration) + " " + sy(best);
+    if (look(r.status).sets_best && r.metric !== null) best = r.metric;
+    if (best !== null) path += (path ? " L " : "M ") + sx(r.iteration) + " " + sy(best);
+  }
+  svg.appendChild(el("path", {d: path, fill: "none", stroke: "#2ca02c", "stroke-width": 2,
+                              class: "best-line"}));
+  for (const r of pts) {
+    const c = el("circle", {cx: sx(r.iteration), cy: sy(r.metric), r: look(r.status).radius,
+                            class: "point " + look(r.status).point});
+    c.appendChild(el("title", {}, "#" + r.iteration + " " + r.status + " " + fmt(r.metric)));
+    svg.appendChild(c);
+  }
+}
+async function showDiff(n) {
+  const res = await fetch("api/diff/" + n);
+  document.getElementById("diff-title").textContent = "Attempt " + n;
+  document.getElementById("diff").textContent = await res.text();
+}
+async function refresh() {
+  try {
+    const [status, records] = await Promise.all([
+      fetch("api/status").then(r => r.json()), fetch("api/attempts").then(r => r.json())]);
+    document.getElementById("title").textContent = "autoresearch: " + status.name;
+    document.title = "autoresearch: " + status.name;
+    const state = status.running ? "running (" + status.phase + ")"
+                                 : "stopped: " + (status.stop_reason || "-");
+    document.getElementById("summary").textContent =
+      "baseline " + fmt(status.baseline) + " | best " + fmt(status.best) + " at attempt " +
+      status.best_iteration + " | attempts " + status.iterations + " | " + state;
+    const slots = document.getElementById("slots");
+    slots.innerHTML = "";
+    for (const s of (status.slots || [])) {
+      const li = document.createElement("li");
+      li.className = "slot";
+      li.textContent = "slot " + s.slot + ": " + (s.iteration === null ? "idle" :
+        "attempt " + s.iteration + ", " + s.phase +
+        (s.elapsed_seconds === null ? "" : ", " + Math.round(s.elapsed_seconds) + " s"));
+      slots.appendChild(li);
+    }
+    drawChart(records);
+    const body = document.querySelector("#attempts tbody");
+    body.innerHTML = "";
+    for (const r of records) {
+      const tr = document.createElement("tr");
+      tr.className = "attempt " + r.status;
+      const extra = Object.entries(r.metrics || {})
+        .filter(([, m]) => m && m.value !== undefined)
+        .map(([n, m]) => n + "=" + fmt(m.value)).join(" ");
+      const holdout = r.holdout ? " holdout " + fmt(r.holdout.value) : "";
+      const text = (r.description || "") + (extra ? " {" + extra + "}" : "") + holdout;
+      for (const v of [r.iteration, r.status, fmt(r.metric), fmt(r.delta), text]) {
+        const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+      }
+      tr.onclick = () => showDiff(r.iteration);
+      body.appendChild(tr);
+    }
+  } catch (e) {
+    document.getElementById("summary").textContent = "cannot read the campaign: " + e;
+  }
+}
+refresh();
+setInterval(refresh, 2000);
+</script></body></html>
+"""
+
+
+def _status_styles() -> str:
+    rows = [
+        f"tr.{status} td {{ background: {colour}; }}" for status, colour in ROW_BACKGROUNDS.items()
+    ]
+    fills: dict[str, list[str]] = {}
+    for status, colour in POINT_FILLS.items():
+        fills.setdefault(colour, []).append(f".{status}")
+    points = [f"{', '.join(names)} {{ fill: {colour}; }}" for colour, names in fills.items()]
+    return "\n".join([*rows, *points, f".other {{ fill: {OTHER_FILL}; }}"])
+
+
+def _statuses() -> dict[str, dict[str, object]]:
+    """Each status's properties and how it is drawn, for the page's script."""
+    return {
+        str(status): {
+            **{name: getattr(status, name) for name in PROPERTIES},
+            "point": str(status) if status in POINT_FILLS else "other",
+            "radius": POINT_RADII.get(status, POINT_RADIUS),
+        }
+        for status in Status
+    }
+
+
+def page(name: str = "") -> str:
+    """The page, titled with the campaign's name, with the statuses' styles and properties
+    written in from the enum."""
+    title = f"autoresearch: {name}" if name else "autoresearch dashboard"
+    return (
+        PAGE.replace("/*TITLE*/", markup.escape(title))
+        .replace("/*STATUS STYLES*/", _status_styles())
+        .replace("/*STATUSES*/", json.dumps(_statuses()))
+        .replace("/*POINT RADIUS*/", json.dumps(POINT_RADIUS))
+    )
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def allowed_hosts(host: str, port: int) -> set[str] | None:
+    """The `Host` header values the server answers: the address it is bound to, and
+    `localhost` for a loopback address. None for a wildcard address (0.0.0.0, ::), where
+    any IP literal is accepted but still no name, which a rebinding attack would need."""
+    if host in ("", "0.0.0.0", "::"):
+        return None
+    literal = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    names = {literal.lower()}
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            names.update(LOOPBACK_NAMES)
+    except ValueError:
+        pass
+    hosts = {f"{name}:{port}" for name in names}
+    if port == 80:
+        hosts |= names
+    return hosts
+
+
+HOST_HEADER = re.compile(r"(\[[0-9a-f:.]+\]|[^:\[\]]+)(?::([0-9]{1,5}))?")
+
+
+def host_allowed(header: str | None, allowed: set[str] | None, port: int) -> bool:
+    if not header:
+        return False
+    header = header.strip().lower()
+    if allowed is not None:
+        return header in allowed
+    match = HOST_HEADER.fullmatch(header)
+    if match is None or int(match.group(2) or 80) != port:
+        return False
+    return _is_ip(match.group(1))
+
+
+def make_server(
+    root: Path, state_dir: Path, host: str, port: int, name: str | None = None
+) -> ThreadingHTTPServer:
+    title = name or state_dir.name
+
+    class Handler(BaseHTTPRequestHandler):
+        timeout = IDLE_SECONDS  # a connection that says nothing is closed
+
+        def log_message(self, *args: object) -> None:
+            return
+
+        def _host_ok(self) -> bool:
+            bound = int(self.server.server_address[1])  # type: ignore[index]
+            if host_allowed(self.headers.get("Host"), allowed_hosts(host, bound), bound):
+                return True
+            self._send(421, b"unknown host\n", "text/plain; charset=utf-8")
+            return False
+
+        def _send(self, status: int, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, data: Any, status: int = 200) -> None:
+            self._send(status, json.dumps(data).encode(), "application/json")
+
+        html = page(title).encode()
+
+        def do_GET(self) -> None:
+            if not self._host_ok():
+                return
+            path = self.path.split("?", 1)[0]
+            try:
+                if path in ("/", "/index.html"):
+                    self._send(200, self.html, "text/html; charset=utf-8")
+                elif path == "/api/status":
+                    self._json(campaign_status(state_dir))
+                elif path == "/api/attempts":
+                    self._json([stored_object(r) for r in Ledger(state_dir).read()])
+                elif match := re.fullmatch(r"/api/diff/(\d+)", path):
+                    records = {r.iteration: r for r in Ledger(state_dir).read()}
+                    record = records.get(int(match.group(1)))
+                    if record is None:
+                        self._send(404, b"no such attempt\n", "text/plain; charset=utf-8")
+                    else:
+                        # Ledger fields reach git only as checked object names.
+                        text = attempt_diff(root, record) or "(no change)\n"
+                        self._send(200, text.encode(), "text/plain; charset=utf-8")
+                else:
+                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
+            except AutoresearchError as exc:
+                self._json({"error": str(exc)}, status=503)
+
+        def _refuse(self) -> None:
+            if self._host_ok():
+                self._send(405, b"read-only\n", "text/plain; charset=utf-8")
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+
+    return ThreadingHTTPServer((host, port), Handler)
