@@ -6,7 +6,10 @@ which the checks below the engine return."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autoresearch.engine.loop import PROPOSER_FAILURE_LIMIT, Engine
 
 __all__ = ["PROPOSER_FAILURE_LIMIT", "Engine"]
 
