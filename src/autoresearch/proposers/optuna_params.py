@@ -42,7 +42,6 @@ MEASURED = (Status.KEEP, Status.DISCARD, Status.DUPLICATE, Status.SUPERSEDED, St
 # The point of such an attempt was never run: it stays to be tried.
 UNMEASURED = (Status.INTERRUPTED, Status.PROPOSER_FAILED)
 # A trial whose point was never measured is marked with this user attribute.
-UNTRIED_ATTR = "autoresearch_untried"
 
 
 class ParamSpec(BaseModel):
@@ -245,6 +244,8 @@ class OptunaProposer(Proposer):
         )
         # A trial left running by an engine that died was never measured: it is closed as
         # failed (Optuna has no other end for it) and its point stays untried.
+        from autoresearch.proposers.optuna_space import UNTRIED_ATTR
+
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             study._storage.set_trial_user_attr(trial._trial_id, UNTRIED_ATTR, True)
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
@@ -330,6 +331,8 @@ class OptunaProposer(Proposer):
         if outcome.iteration not in self.pending or self.study is None:
             return
         from optuna.trial import TrialState
+
+        from autoresearch.proposers.optuna_space import UNTRIED_ATTR
 
         number = self.pending.pop(outcome.iteration)
         if outcome.status in UNMEASURED:

@@ -21,12 +21,12 @@ from optuna.samplers import BaseSampler
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from autoresearch.proposers.optuna_params import UNTRIED_ATTR
-
 # A point as indices, one per parameter in the space's order.
 Key = tuple[int, ...]
 
 # Enumerated in full up to this many points; beyond it, untried points are drawn at random.
+# A trial asked for but never told (the engine stopped first): its point is still untried.
+UNTRIED_ATTR = "autoresearch_untried"
 ENUMERATION_LIMIT = 200_000
 # How often the wrapped sampler may propose a known point before one is picked for it.
 RETRIES = 8
