@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import SandboxConfig, load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import RunResult
@@ -45,7 +46,6 @@ from autoresearch.events import Attempted, Event
 from autoresearch.executors import LocalExecutor
 from autoresearch.isolation.sandbox import Bwrap, bwrap_problem
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.repo import git, make_repo
 from campaigns import campaign_toml
 from conftest import marked

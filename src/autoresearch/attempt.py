@@ -176,6 +176,19 @@ TRAITS: dict[Status, Traits] = {
 }
 
 
+def num(value: float | None) -> str:
+    """A metric value as every view and message writes it."""
+    return "-" if value is None else f"{value:.6g}"
+
+
+@dataclass(frozen=True)
+class Screened:
+    """An attempt settled without measuring it: its status and why."""
+
+    status: Status
+    reason: str | None = None
+
+
 @dataclass(frozen=True)
 class Timings:
     """Seconds spent per step. `total` is absent on the baseline record."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.store.status import campaign_status, is_running
+from autoresearch.views.status import campaign_status, is_running
 from campaigns import script_campaign
 from conftest import Runner, git, ledger
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from campaigns import script_campaign
 from conftest import start_engine
 

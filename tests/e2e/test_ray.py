@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("ray")
 
 from autoresearch.attempt import Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.errors import ConfigError
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.raycluster import ray_cluster
 from autoresearch.testing.repo import git
 from campaigns import script_campaign

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from autoresearch.agent import mode as agent_mode
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine.startup import lock_campaign
 from autoresearch.errors import AutoresearchError, CampaignLocked
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo, snapshot, statuses
 from unit.memory import MemoryExecutor, score

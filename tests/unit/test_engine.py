@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import Interrupted
@@ -17,7 +18,6 @@ from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped
 from autoresearch.executors.base import CommandSpec
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger, stored_object
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml, v1_campaign
 from conftest import git, make_repo, snapshot
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from autoresearch.attempt import Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

@@ -60,7 +60,7 @@ def test_verify_prints_ledger_text_as_text(
 def test_a_line_that_is_not_an_object_is_named_once(finished_toy: Path, tmp_path: Path) -> None:
     import shutil
 
-    from autoresearch.store.verify import verify_campaign
+    from autoresearch.checks.verify import verify_campaign
 
     repo = tmp_path / "repo"
     shutil.copytree(finished_toy, repo, symlinks=True)

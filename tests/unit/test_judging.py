@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.replay import replay
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors import LocalExecutor
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.replay import replay
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import Edit, ScriptedProposer

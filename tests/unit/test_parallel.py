@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.slots import lost_in_slots
 from autoresearch.errors import ConfigError
 from autoresearch.events import Event, PhaseChanged
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.status import campaign_status
-from autoresearch.store.verify import verify_campaign
 from autoresearch.testing.repo import git
+from autoresearch.views.status import campaign_status
 from campaigns import script_campaign
 
 # Four independent improvements, each on its own line far enough apart to merge cleanly.
@@ -274,7 +274,7 @@ def test_status_shows_every_slot_of_a_running_engine(tmp_path: Path) -> None:
             "1": {"iteration": None, "phase": "idle", "started_utc": None},
         }
     )
-    from autoresearch.store.status import slot_status
+    from autoresearch.views.status import slot_status
 
     shown = slot_status(StateFile(state).read()["slots"])
     assert shown[0]["slot"] == 0 and shown[0]["iteration"] == 7

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.measure.repeats import breaker_trips, duplicate_of, failure_signature
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

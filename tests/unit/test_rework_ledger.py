@@ -16,13 +16,13 @@ import pytest
 from autoresearch.agent import mode as agent_mode
 from autoresearch.agent.mcp_server import StepResult, _step_json
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.replay import replay
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.executors import LocalExecutor
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.replay import replay
 from conftest import Runner, git
 from unit.memory import Edit, ScriptedProposer
 from unit.test_judging import APP, campaign, nothing, setting

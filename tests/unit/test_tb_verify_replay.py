@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.replay import replay
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.executors.base import CommandSpec
 from autoresearch.stats.decide import Rule
 from autoresearch.store.ledger import Ledger, line_hash
-from autoresearch.store.replay import replay
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml, v1_campaign
 from conftest import Runner, git, make_repo
 from unit.memory import MemoryExecutor, ScriptedProposer, score, set_n

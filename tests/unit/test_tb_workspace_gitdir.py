@@ -10,12 +10,12 @@ import subprocess
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import RunResult
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
-from autoresearch.store.verify import verify_campaign
 from campaigns import campaign_toml
 from conftest import git, make_repo
 from unit.memory import Edit, MemoryExecutor, ScriptedProposer, score, set_n

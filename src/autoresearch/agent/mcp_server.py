@@ -200,7 +200,7 @@ class CampaignTools:
         return StepResult.model_validate(_step_json(report.to_json()))
 
     def status(self) -> StatusResult:
-        from autoresearch.store.status import campaign_status, find_state_dir
+        from autoresearch.views.status import campaign_status, find_state_dir
 
         state_dir = find_state_dir(self.root, self.config)
         data = campaign_status(state_dir)
@@ -230,7 +230,7 @@ class CampaignTools:
         )
 
     def log(self, last: int = 20) -> LogResult:
-        from autoresearch.store.status import find_state_dir, read_records
+        from autoresearch.views.status import find_state_dir, read_records
 
         state_dir = find_state_dir(self.root, self.config)
         records = read_records(state_dir)
@@ -242,9 +242,9 @@ class CampaignTools:
         )
 
     def show(self, iteration: int) -> ShowResult:
-        from autoresearch.cli.results import attempt, attempt_logs
         from autoresearch.store.ledger import stored_object
-        from autoresearch.store.status import find_state_dir
+        from autoresearch.store.results import attempt, attempt_logs
+        from autoresearch.views.status import find_state_dir
 
         state_dir = find_state_dir(self.root, self.config)
         record = attempt(state_dir, iteration)
@@ -255,9 +255,9 @@ class CampaignTools:
         )
 
     def diff(self, iteration: int | None = None) -> DiffResult:
-        from autoresearch.cli.results import attempt, campaign_diff
-        from autoresearch.cli.results import diff as attempt_diff
-        from autoresearch.store.status import find_state_dir
+        from autoresearch.store.results import attempt, campaign_diff
+        from autoresearch.store.results import diff as attempt_diff
+        from autoresearch.views.status import find_state_dir
 
         state_dir = find_state_dir(self.root, self.config)
         if iteration is None:

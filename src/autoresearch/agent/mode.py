@@ -489,7 +489,7 @@ def _rework_next(rework: dict[str, Any], ws: str, record: AttemptRecord | None) 
 
 def step_lines(report: StepReport) -> list[str]:
     """The report as plain lines for a terminal or an agent's tool output."""
-    from autoresearch.views.render import num
+    from autoresearch.attempt import num
 
     lines = []
     a = report.attempt

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.executors import Executor
@@ -38,7 +38,6 @@ from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.measure.tree import Tree
 from autoresearch.stats.decide import Verdict, estimate, pooled_noise
-from autoresearch.views.render import num
 from autoresearch.workspace import Candidate, Workspace
 
 REPORT_JSON = "ablation.json"

@@ -12,7 +12,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import Status, num
 from autoresearch.cli.options import (
     checkout_root,
     config_option,
@@ -28,8 +28,8 @@ from autoresearch.engine.lifecycle import RunResult
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.events import fan_out
 from autoresearch.store.ledger import StateFile, stored_object
-from autoresearch.store.status import campaign_status, find_state_dir, read_records, slot_line
-from autoresearch.views.render import Printer, attempts_table, gain_text, imported_table, num, safe
+from autoresearch.views.render import Printer, attempts_table, gain_text, imported_table, safe
+from autoresearch.views.status import campaign_status, find_state_dir, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -386,7 +386,7 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
 def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
     """One attempt in full: status, samples, description, reason, timings, cost, and every
     log it left (prompt, proposer, each metric sample, guard)."""
-    from autoresearch.cli.results import attempt, attempt_logs
+    from autoresearch.store.results import attempt, attempt_logs
 
     state_dir = find_state_dir(checkout_root(), config_path)
     record = stored_object(attempt(state_dir, iteration))
@@ -412,8 +412,8 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
 @handle_errors
 def diff(iteration: int | None, config_path: Path | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
-    from autoresearch.cli.results import attempt, campaign_diff
-    from autoresearch.cli.results import diff as attempt_diff
+    from autoresearch.store.results import attempt, campaign_diff
+    from autoresearch.store.results import diff as attempt_diff
 
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)
@@ -457,7 +457,7 @@ def branch(
     as_json: bool,
 ) -> None:
     """Create a branch at the best result (or at attempt N, or the ablation's minimal one)."""
-    from autoresearch.cli.results import chosen_commit, make_branch
+    from autoresearch.store.results import chosen_commit, make_branch
 
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)
@@ -517,7 +517,7 @@ def ablate(config_path: Path | None, as_json: bool) -> None:
 def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json: bool) -> None:
     """Merge the campaign's change (its base to the best result, or to attempt N) into your
     clean working tree, uncommitted; your commits since the campaign started stay."""
-    from autoresearch.cli.results import apply_changes, chosen_commit
+    from autoresearch.store.results import apply_changes, chosen_commit
 
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)
@@ -615,8 +615,8 @@ def stop(name: str, timeout: float) -> None:
 @handle_errors
 def verify(config_path: Path | None, as_json: bool) -> None:
     """Check the ledger's hash chain, the attempt refs and the branch."""
-    from autoresearch.store.status import is_running
-    from autoresearch.store.verify import verify_campaign
+    from autoresearch.checks.verify import verify_campaign
+    from autoresearch.views.status import is_running
 
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)

@@ -21,17 +21,17 @@ from filelock import FileLock, Timeout
 
 from autoresearch.attempt import Status
 from autoresearch.config import NAME_RE
-from autoresearch.engine.liveness import (
+from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.gitcmd import Git
+from autoresearch.isolation.process import process_ended
+from autoresearch.store.ledger import Ledger, StateFile
+from autoresearch.store.liveness import (
     LOCK_FILE,
     holds_engine_lock,
     kernel_reports_locks,
     lock_holder,
     pid_alive,
 )
-from autoresearch.errors import AutoresearchError, ConfigError
-from autoresearch.gitcmd import Git
-from autoresearch.isolation.process import process_ended
-from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
 
 # What `clean` removes from a campaign's folder: the worktree and what measuring and

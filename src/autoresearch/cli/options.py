@@ -19,7 +19,7 @@ from autoresearch.config import CONFIG_FILE
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import repo_root
-from autoresearch.store.status import find_state_dir
+from autoresearch.store.locate import find_state_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autoresearch.attempt import AttemptRecord, Incumbent, Status
+from autoresearch.attempt import AttemptRecord, Incumbent, Screened, Status
 from autoresearch.checks import rework as reworks
 from autoresearch.checks.review import Review
 from autoresearch.config import Campaign
@@ -24,7 +24,7 @@ from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.engine.proposing import CheckoutWatch, ask
 from autoresearch.engine.queue import Queued, Why
 from autoresearch.engine.recording import Collected, Judged, Steps, describe, in_flight_record
-from autoresearch.engine.screening import Rules, Screened, screen
+from autoresearch.engine.screening import Rules, screen
 from autoresearch.engine.startup import LOST_REASON
 from autoresearch.errors import GitError, WorkspaceHijacked
 from autoresearch.learning.guidance import Guidance, Guide

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Status, Timings
-from autoresearch.engine.screening import Screened
+from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Screened, Status, Timings
 from autoresearch.learning.guidance import Guidance
 from autoresearch.measure.evaluation import Evaluation
 from autoresearch.measure.metrics import ledger_field

@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import Screened, Status
 from autoresearch.proposers.base import Proposal
 from autoresearch.scope import PathMatcher
 from autoresearch.workspace import Candidate
-
-
-@dataclass(frozen=True)
-class Screened:
-    """An attempt settled without measuring it."""
-
-    status: Status
-    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 from autoresearch.attempt import Status
 from autoresearch.config import Campaign, MetricConfig
@@ -64,8 +64,9 @@ class ExecutorSetup:
     pass_env: tuple[str, ...] = ()  # environment names passed beside the allowlist
 
 
-class Executor(Protocol):
-    """Runs metric and guard commands. Subclass it to inherit the no-op lifecycle."""
+class Executor:
+    """Runs metric and guard commands. Subclass it: `run` is the one method a kind must
+    write; the lifecycle (`start`, `cancel`, `close`) is a no-op until overridden."""
 
     def start(self, setup: ExecutorSetup) -> list[str]:
         """Get ready to run; return warnings for the user. Raises ConfigError when the
@@ -79,7 +80,8 @@ class Executor(Protocol):
 
     def run(
         self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
-    ) -> Measurement: ...
+    ) -> Measurement:
+        raise NotImplementedError
 
     def cancel(self) -> None:
         """Stop the runs in flight, from another thread, when the campaign stops. Runs on

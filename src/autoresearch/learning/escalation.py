@@ -10,31 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.measure.repeats import breaker_trips, repeated_failure
-from autoresearch.views.render import num
+from autoresearch.proposers.base import STRATEGY_ADVICE as ADVICE
 
 STRATEGIES = ("refine", "pivot", "simplify", "revisit")
-ADVICE = {
-    "refine": (
-        "Refine: build on what worked (see the research memory); try a careful variation "
-        "of the changes that were kept."
-    ),
-    "pivot": (
-        "Pivot: the recent attempts did not improve the metric. Work on a different part of "
-        "the code, or a different kind of change, than the dead ends listed in the memory; "
-        "do not retry them."
-    ),
-    "simplify": (
-        "Simplify: instead of adding, remove or simplify something (a branch, a layer, an "
-        "option); a smaller change that keeps or improves the metric is welcome."
-    ),
-    "revisit": (
-        "Revisit: among the dead ends tried before the last kept change, pick one whose "
-        "premise has changed since (the code it was tried on is different now) and try it "
-        "again in a new form."
-    ),
-}
 
 
 def stuck_streak(records: Sequence[AttemptRecord]) -> int:

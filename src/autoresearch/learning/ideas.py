@@ -284,7 +284,7 @@ def listing(root: Path, config: Path | None) -> list[Entry]:
     backlog and the ledger's outcomes."""
     from autoresearch.config import load_campaign
     from autoresearch.store.ledger import Ledger
-    from autoresearch.store.status import find_state_dir
+    from autoresearch.store.locate import find_state_dir
 
     state_dir = find_state_dir(root, config)
     backlog: Path | None = root / "autoresearch.ideas.md"
@@ -319,7 +319,7 @@ def mcp_ideas(tools: Any) -> Callable[..., IdeasResult]:
         if idea:
             from autoresearch.config import load_campaign
             from autoresearch.store.ledger import Ledger
-            from autoresearch.store.status import find_state_dir
+            from autoresearch.store.locate import find_state_dir
 
             cfg = load_campaign(root, config).config
             if not cfg.ideas:

@@ -15,9 +15,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.isolation.owned import write_text
-from autoresearch.views.render import num
 
 MEMORY_FILE = "memory.md"
 MAX_CHARS = 6000  # the whole memory; each section gets a share

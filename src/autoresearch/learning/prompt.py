@@ -7,13 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.config import Campaign
 from autoresearch.isolation.owned import write_text
 from autoresearch.learning.guidance import Guidance
 from autoresearch.proposers.base import AttemptNote, ProposalContext
 from autoresearch.store.summary import summarize
-from autoresearch.views.render import num
 
 HISTORY_LIMIT = 30
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.engine.screening import Screened
+from autoresearch.attempt import AttemptRecord, Screened, Status, num
 from autoresearch.gitcmd import Git
-from autoresearch.views.render import num
 
 # Trees of commits, looked up in one git call: commit -> tree, missing commits left out.
 TreeLookup = Callable[[Sequence[str]], dict[str, str]]

@@ -24,6 +24,29 @@ REASON_CHARS = 1000
 READ_LIMIT = 4096  # bytes read of a file a proposer writes its description to
 
 
+# What a `ProposalContext.strategy` asks of the proposer (escalation.py picks the strategy).
+STRATEGY_ADVICE = {
+    "refine": (
+        "Refine: build on what worked (see the research memory); try a careful variation "
+        "of the changes that were kept."
+    ),
+    "pivot": (
+        "Pivot: the recent attempts did not improve the metric. Work on a different part of "
+        "the code, or a different kind of change, than the dead ends listed in the memory; "
+        "do not retry them."
+    ),
+    "simplify": (
+        "Simplify: instead of adding, remove or simplify something (a branch, a layer, an "
+        "option); a smaller change that keeps or improves the metric is welcome."
+    ),
+    "revisit": (
+        "Revisit: among the dead ends tried before the last kept change, pick one whose "
+        "premise has changed since (the code it was tried on is different now) and try it "
+        "again in a new form."
+    ),
+}
+
+
 def is_idea(line: str) -> bool:
     """An `IDEA: ...` line: a suggestion for the backlog, not a proposer's summary."""
     return IDEA_LINE.match(line) is not None

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from pydantic import Field
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import Status, num
 from autoresearch.gitcmd import workspace_files
 from autoresearch.isolation.owned import write_text
 from autoresearch.llm import ChatClient, ChatSettings, LLMError, api_key
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
+    STRATEGY_ADVICE,
     AttemptNote,
     Outcome,
     Proposal,
@@ -36,7 +37,6 @@ from autoresearch.proposers.edits import (
     write_edits,
 )
 from autoresearch.scope import PathMatcher
-from autoresearch.views.render import num
 
 CHARS_PER_TOKEN = 4  # a conservative average for code and English
 REPLY_SHARE = 0.25  # of the context budget, kept free for the answer
@@ -150,9 +150,7 @@ def build_messages(
     if ideas:
         tail.append("# Open ideas\n\n" + "\n".join(f"- {i}" for i in ideas) + "\n")
     if ctx.strategy:
-        from autoresearch.learning.escalation import ADVICE
-
-        tail.append(f"# Strategy now: {ctx.strategy}\n\n{ADVICE[ctx.strategy]}\n")
+        tail.append(f"# Strategy now: {ctx.strategy}\n\n{STRATEGY_ADVICE[ctx.strategy]}\n")
     if ctx.hypothesis:
         tail.append(f"# The hypothesis to try now\n\n{ctx.hypothesis}\n")
     tail.append("Propose the next change now.\n")

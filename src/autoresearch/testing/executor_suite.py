@@ -114,6 +114,20 @@ def check_close_is_idempotent(make: Callable[[], Executor], root: Path) -> None:
     executor.close()
 
 
+def check_cancel_is_safe_at_any_moment(make: Callable[[], Executor], root: Path) -> None:
+    """`cancel` (the engine calls it from another thread when the campaign stops) harms
+    nothing when nothing runs: before start, between runs, after close."""
+    executor = make()
+    assert isinstance(executor, Executor), "an executor kind subclasses executors.base.Executor"
+    executor.cancel()
+    executor = _started(make, root)
+    executor.cancel()
+    result, _ = _run(executor, root, "echo 2")
+    assert result.ok and result.value == 2, result
+    executor.close()
+    executor.cancel()
+
+
 def _alive(pid: int) -> bool:
     """True while `pid` runs; a zombie awaiting its parent's wait counts as gone."""
     deadline = time.monotonic() + 5
@@ -136,4 +150,5 @@ CHECKS: dict[str, Callable[[Callable[[], Executor], Path], None]] = {
     "the_environment_passed": check_the_environment_passed,
     "nothing_left_running": check_nothing_left_running,
     "close_is_idempotent": check_close_is_idempotent,
+    "cancel_is_safe_at_any_moment": check_cancel_is_safe_at_any_moment,
 }

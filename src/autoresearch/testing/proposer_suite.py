@@ -4,12 +4,20 @@ A `Rig` is one proposer of one kind in a fresh repository: the user's checkout, 
 worktree the proposer is told to edit, and a tool that can be broken on purpose (a script,
 an agent CLI stand-in, a loopback chat server). `KINDS` maps each kind to how its rig is
 built; the harness file and the rubric carry marker strings that must never reach a prompt.
+
+The checks include the proposer's declarations (`proposers/base.py`): one that says it runs
+no commands starts no process, and one that says it is parallel-safe survives proposals
+from several threads at once. A kind of outside code gets the same checks with
+`make_rig(..., create=its_factory, tool=its_tool)` and `run_checks(rig)`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +107,7 @@ class Tool:
     breaker: Callable[[str], None] = lambda mode: None
     prompts_of: Callable[[], list[str]] | None = None
     stop: Callable[[], None] = lambda: None
+    prompted: bool = True  # False: the kind shows no prompt (it writes through its own code)
 
     def prompts(self) -> list[str]:
         if self.prompts_of is not None:
@@ -234,7 +243,8 @@ def chat_tool(root: Path) -> Tool:
 def optuna_tool(root: Path) -> Tool:
     # No tool to break: the study lives in the state folder and writes through our code.
     return Tool(
-        options={"sampler": "random", "seed": 1, "space": {"calc.py:N": {"low": 0, "high": 9}}}
+        options={"sampler": "random", "seed": 1, "space": {"calc.py:N": {"low": 0, "high": 9}}},
+        prompted=False,
     )
 
 
@@ -271,7 +281,7 @@ class Rig:
     proposer: Proposer
     iteration: int = field(default=0)
 
-    def context(self) -> ProposalContext:
+    def context(self, workspace: Path | None = None) -> ProposalContext:
         self.iteration += 1
         facts: dict[str, Any] = {
             "iteration": self.iteration,
@@ -295,11 +305,11 @@ class Rig:
             **os.environ,
             "SEEN": str(_seen(self.root)),
             "AUTORESEARCH_ITERATION": str(self.iteration),
-            "AUTORESEARCH_WORKSPACE": str(self.workspace),
+            "AUTORESEARCH_WORKSPACE": str(workspace or self.workspace),
             "AUTORESEARCH_PROMPT_FILE": str(prompt_file),
         }
         return ProposalContext(
-            workspace=self.workspace,
+            workspace=workspace or self.workspace,
             prompt=prompt,
             prompt_file=prompt_file,
             log_dir=log_dir,
@@ -315,12 +325,23 @@ class Rig:
         self.tool.stop()
 
 
-def make_rig(kind: str, root: Path) -> Rig:
-    """A proposer of `kind` built through the registry, in a fresh repository under `root`."""
+Create = Callable[[dict[str, Any], ProposerSetup], Proposer]
+
+
+def make_rig(
+    kind: str,
+    root: Path,
+    *,
+    create: Create | None = None,
+    tool: Callable[[Path], Tool] | None = None,
+) -> Rig:
+    """A proposer of `kind` in a fresh repository under `root`: built through the registry,
+    or, for a kind of outside code, by `create(options, setup)` against `tool(root)`."""
     root.mkdir(parents=True, exist_ok=True)
     repo = make_repo(root / "repo", FILES)
     workspace = add_worktree(repo, root / "worktree", "autoresearch/suite")
-    tool = KINDS[kind].tool(root)
+    tool_of = tool or KINDS[kind].tool
+    made = tool_of(root)
     state_dir = root / "state"
     setup = ProposerSetup(
         name="suite",
@@ -329,7 +350,7 @@ def make_rig(kind: str, root: Path) -> Rig:
         scope=SCOPE,
         harness=HARNESS,
         hidden=HIDDEN,
-        options=tool.options,
+        options=made.options,
         environ={},
         child=ChildRecord(state_dir / "child.pgid"),
         # Confined as in a campaign: the user's repository hidden, bubblewrap where it runs.
@@ -337,9 +358,12 @@ def make_rig(kind: str, root: Path) -> Rig:
             "auto", "autoresearch.toml", state_dir=state_dir, root=repo, objects=None
         ),
     )
-    registered = REGISTRY[kind]
-    proposer = registered.create(registered.options.model_validate(tool.options), setup)
-    return Rig(kind, root, repo, workspace, setup, tool, proposer)
+    if create is not None:
+        proposer = create(made.options, setup)
+    else:
+        registered = REGISTRY[kind]
+        proposer = registered.create(registered.options.model_validate(made.options), setup)
+    return Rig(kind, root, repo, workspace, setup, made, proposer)
 
 
 # -- checks -----------------------------------------------------------------------------
@@ -402,7 +426,7 @@ def check_prompts_never_show_harness_or_rubric(rig: Rig) -> None:
     rig.propose()
     rig.propose()
     prompts = rig.tool.prompts()
-    if rig.kind != "optuna":  # the only kind with no prompt
+    if rig.tool.prompted:
         assert prompts, "the tool was given no prompt (the capture is broken)"
     for text in prompts:
         assert HARNESS_MARK not in text, "a prompt shows the harness"
@@ -412,7 +436,112 @@ def check_prompts_never_show_harness_or_rubric(rig: Rig) -> None:
         assert any(SCOPE_MARK in text for text in prompts), "the scope files are not shown"
 
 
+@contextmanager
+def counting_spawns() -> Iterator[list[str]]:
+    """Every process this interpreter starts while inside, whatever the way (subprocess,
+    fork, posix_spawn, system), but the package's own git reading the files."""
+    started: list[str] = []
+    lock = threading.Lock()
+    real_init = subprocess.Popen.__init__
+    patched: list[tuple[Any, str, Any]] = []
+
+    def popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        # The package's own git, which reads the files for the proposer's own code, is not
+        # a command the proposer runs.
+        own_git = isinstance(args, list | tuple) and bool(args) and str(args[0]) == "git"
+        if not own_git:
+            with lock:
+                started.append(f"Popen {args!r}"[:200])
+        real_init(self, args, *rest, **kwargs)
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                started.append(f"os.{name}")
+            return real(*args, **kwargs)
+
+        return call
+
+    subprocess.Popen.__init__ = popen  # type: ignore[method-assign]
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve"):
+        real = getattr(os, name, None)
+        if real is not None:
+            patched.append((os, name, real))
+            setattr(os, name, counted(name, real))
+    try:
+        yield started
+    finally:
+        subprocess.Popen.__init__ = real_init  # type: ignore[method-assign]
+        for module, name, real in patched:
+            setattr(module, name, real)
+
+
+def check_declarations_are_a_proposer_s(rig: Rig) -> None:
+    """It is a `Proposer` (the declarations are read, never probed), and one that says it
+    runs no commands starts no process while it proposes and hears outcomes."""
+    proposer = rig.proposer
+    assert isinstance(proposer, Proposer), "a proposer kind subclasses proposers.base.Proposer"
+    for name in ("runs_commands", "confined", "parallel_safe", "edits_in_place"):
+        assert isinstance(getattr(proposer, name), bool), f"{name} is not declared as a bool"
+    if proposer.confined:
+        assert proposer.runs_commands, "confined says its commands are sealed: it runs some"
+    with counting_spawns() as started:
+        proposal = rig.propose()
+        proposer.observe(Outcome(rig.iteration, Status.DISCARD, 6.0, 7.0, rig.setup.direction))
+    assert isinstance(proposal, Proposal)
+    if not proposer.runs_commands:
+        assert not started, f"declares runs_commands = False but started {started}"
+
+
+def check_parallel_safe_survives_concurrent_proposals(rig: Rig, threads: int = 4) -> None:
+    """A proposer that says `parallel_safe` serves several slots at once: proposals from
+    several threads, each in its own workspace, all succeed, and the outcomes are heard."""
+    proposer = rig.proposer
+    if not proposer.parallel_safe:
+        return
+    workspaces = [
+        add_worktree(rig.repo, rig.root / f"slot-{k}", f"autoresearch/suite-{k}")
+        for k in range(threads)
+    ]
+    contexts = [rig.context(workspace) for workspace in workspaces]
+    proposals: list[Proposal | BaseException] = [Proposal() for _ in contexts]
+    barrier = threading.Barrier(threads)
+
+    def ask(k: int) -> None:
+        barrier.wait()
+        try:
+            proposals[k] = proposer.propose(contexts[k])
+        except BaseException as exc:  # reported below, in the suite's own thread
+            proposals[k] = exc
+
+    running = [threading.Thread(target=ask, args=(k,)) for k in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join(timeout=120)
+    for k, proposal in enumerate(proposals):
+        assert isinstance(proposal, Proposal), f"proposal {k} raised {proposal!r}"
+        assert not proposal.failed and not proposal.timed_out, proposal.reason
+        before = FILES["calc.py"].encode()
+        assert (workspaces[k] / "calc.py").read_bytes() != before, f"slot {k}: no edit"
+    points = [tuple(sorted(p.params.items())) for p in proposals if isinstance(p, Proposal)]
+    if all(points):
+        assert len(set(points)) == len(points), f"concurrent proposals repeat a point: {points}"
+    for ctx in contexts:
+        proposer.observe(Outcome(ctx.iteration, Status.DISCARD, 6.0, 7.0, rig.setup.direction))
+
+
+def run_checks(rig: Rig) -> None:
+    """Every check of the suite on `rig`, in order (each raises AssertionError)."""
+    for check in CHECKS.values():
+        check(rig)
+
+
 CHECKS: dict[str, Callable[[Rig], None]] = {
+    "declarations_are_a_proposer_s": check_declarations_are_a_proposer_s,
+    "parallel_safe_survives_concurrent_proposals": (
+        check_parallel_safe_survives_concurrent_proposals
+    ),
     "edits_land_in_its_workspace": check_edits_land_in_its_workspace,
     "observe_accepts_every_status": check_observe_accepts_every_status,
     "close_is_idempotent": check_close_is_idempotent,

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import Status
-from autoresearch.cli.results import diff as attempt_diff
 from autoresearch.errors import AutoresearchError
 from autoresearch.store.ledger import Ledger, stored_object
-from autoresearch.store.status import campaign_status
+from autoresearch.store.results import diff as attempt_diff
+from autoresearch.views.status import campaign_status
 
 # How each status is drawn; the page gets these with the statuses' properties, so it
 # follows the enum instead of spelling status names.

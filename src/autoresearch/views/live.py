@@ -12,7 +12,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.events import (
     Attempted,
     Event,
@@ -22,7 +22,7 @@ from autoresearch.events import (
     Stopped,
     Warned,
 )
-from autoresearch.views.render import attempts_table, gain_text, num, printable, safe
+from autoresearch.views.render import attempts_table, gain_text, printable, safe
 
 SPARKS = "▁▂▃▄▅▆▇█"
 RECENT = 8

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.attempt import AttemptRecord, Status, num
 from autoresearch.events import Attempted, Event, Noted, Started, Stopped, Warned
 from autoresearch.measure.metrics import shown
 from autoresearch.stats.decide import gain as decide_gain
@@ -60,10 +60,6 @@ def _visible(match: re.Match[str]) -> str:
 def safe(text: str, one_line: bool = True) -> str:
     """`text` for rich's markup: printable, and its brackets never read as a style."""
     return escape(printable(text, one_line))
-
-
-def num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
 
 
 def signed(value: float | None) -> str:

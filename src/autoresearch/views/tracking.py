@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from autoresearch.attempt import AttemptRecord
-from autoresearch.cli.results import diff as attempt_diff
 from autoresearch.config import Campaign
 from autoresearch.errors import ConfigError
 from autoresearch.events import Attempted, Event, Listener, Started, Stopped, Warned
+from autoresearch.store.results import diff as attempt_diff
 
 
 class MlflowTracker:

@@ -10,46 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Status
-from autoresearch.config import Campaign, load_campaign
-from autoresearch.engine.liveness import is_running, lock_holder
-from autoresearch.errors import AutoresearchError, ConfigError
+from autoresearch.attempt import Status
 from autoresearch.learning.escalation import search_notes
 from autoresearch.stats.robust import ESTIMATORS, robust_sigma
 from autoresearch.stats.sample_book import sample_groups
 from autoresearch.store.ledger import Ledger, StateFile
+from autoresearch.store.liveness import is_running, lock_holder
+from autoresearch.store.locate import find_state_dir, no_measurements, read_records
 from autoresearch.store.summary import summarize
 
 __all__ = ["campaign_status", "find_state_dir", "is_running", "read_records"]
-
-
-def find_state_dir(root: Path, config: Path | None) -> Path:
-    """The campaign folder: from the config, or the only campaign in `.autoresearch/`."""
-    try:
-        campaign: Campaign = load_campaign(root, config)
-        return campaign.state_dir
-    except ConfigError:
-        base = root / ".autoresearch"
-        found = sorted(p for p in base.glob("*/ledger.jsonl")) if base.is_dir() else []
-        if config is None and len(found) == 1:
-            return found[0].parent
-        raise
-
-
-def _no_measurements(state_dir: Path, name: str) -> AutoresearchError:
-    return AutoresearchError(
-        f"campaign '{name}' has no measurements yet (no {state_dir / 'ledger.jsonl'}); "
-        "start it with `autoresearch run` (or `autoresearch start` to drive it yourself)."
-    )
-
-
-def read_records(state_dir: Path) -> list[AttemptRecord]:
-    """The ledger for `log`: the same refusal as `status` when nothing was ever measured."""
-    records = Ledger(state_dir).read()
-    if not records and not is_running(state_dir):
-        name = str(StateFile(state_dir).read().get("name") or state_dir.name)
-        raise _no_measurements(state_dir, name)
-    return records
 
 
 def campaign_status(state_dir: Path) -> dict[str, Any]:
@@ -60,7 +30,7 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
     pid = lock_holder(state_dir)
     running = pid is not None
     if not records and not running:
-        raise _no_measurements(state_dir, name)
+        raise no_measurements(state_dir, name)
     summary = summarize(name, direction, records).to_json()
     summary.update(search_notes(records, direction, summary.get("noise")))
     attempts = {k: v for k, v in summary["counts"].items() if k != Status.BASELINE}

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.replay import replay
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import Git
 from autoresearch.stats.auto_rule import resolve
 from autoresearch.stats.decide import Rule
 from autoresearch.store.ledger import StateFile, line_hash
-from autoresearch.store.replay import replay
 from autoresearch.store.summary import summarize
 
 
