@@ -15,7 +15,7 @@ def test_every_attempt_stays_reachable_under_its_ref(toy: Path, invoke: Runner) 
         ref = f"refs/autoresearch/toy/{record['iteration']}"
         assert git(toy, "rev-parse", ref).strip() == record["commit"]
     assert 'N = "x"' in git(toy, "show", "refs/autoresearch/toy/4:calc.py")
-    # Out-of-scope content is not kept under a ref (see tests/unit/test_tb_workspace_refs.py).
+    # Out-of-scope content is not kept under a ref (a screened candidate has none).
     assert git(toy, "for-each-ref", "refs/autoresearch/toy/5") == ""
     # A rolled-back attempt's parent is the incumbent it was tried against.
     records = ledger(toy)

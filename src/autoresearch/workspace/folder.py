@@ -15,12 +15,10 @@ read by the engine, and the engine makes it afresh after every attempt.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.errors import GitError, WorkspaceHijacked
@@ -28,111 +26,24 @@ from autoresearch.gitcmd import IDENTITY, Git, isolated_env
 from autoresearch.isolation.owned import (
     OwnedDir,
     real_dir,
-    real_parents,
     refuse_links,
     remove,
     write_file,
 )
 from autoresearch.isolation.watch import FolderWatch
-
-# Caches that tools write as a side effect; never a proposer's change.
-TOOL_CACHES = (
-    "__pycache__/",
-    "*.py[cod]",
-    ".pytest_cache/",
-    ".mypy_cache/",
-    ".ruff_cache/",
-    ".hypothesis/",
-    ".ipynb_checkpoints/",
+from autoresearch.workspace.candidate import (
+    Candidate,
+    Change,
+    Scan,
+    message_bytes,
+    nul_join,
+    outermost,
+    split_nul,
+    under,
 )
-# Folders of the campaign that the engine makes; a link planted at one is removed at start.
-ENGINE_FOLDERS = ("logs", "prompts", "measure", "measure.git", "modules")
-GIT_CONFIG = (
-    "core.autocrlf=false",
-    "core.safecrlf=false",
-    "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
-    "core.untrackedCache=true",
-    "gc.auto=0",
-    "advice.detachedHead=false",
-)
-
-# For a command on a few named paths: threads that stat the whole index ahead of it cost
-# more than they save.
-NO_PRELOAD = {
-    "GIT_CONFIG_COUNT": "1",
-    "GIT_CONFIG_KEY_0": "core.preloadIndex",
-    "GIT_CONFIG_VALUE_0": "false",
-}
-
-
-@dataclass(frozen=True)
-class Change:
-    status: str  # A, M, D or T, as git reports it
-    path: str
-
-
-@dataclass
-class Candidate:
-    tree: str
-    changes: list[Change] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    head_moved: bool = False
-    # False when a refused path kept everything out of the repository: nothing to commit
-    staged: bool = True
-    # Why git could not store the change (a name it refuses, such as `lib/.GIT`), if so
-    unstorable: str = ""
-
-    @property
-    def paths(self) -> list[str]:
-        return [c.path for c in self.changes]
-
-
-@dataclass
-class Scan:
-    head: str | None = None
-    branch: str | None = None
-    staged: list[str] = field(default_factory=list)
-    unstaged: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    untracked: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-
-
-def under(rel: str, paths: list[str]) -> bool:
-    """Whether `rel` is one of `paths` or lies in a folder among them."""
-    return any(rel == p or rel.startswith(f"{p}/") for p in paths)
-
-
-def outermost(paths: list[str]) -> list[str]:
-    """`paths` without those inside another of them: `git add -A` of a folder (or of a link
-    that replaced one) takes in what lies below it, and refuses a path named beyond a link."""
-    named = set(paths)
-
-    def inside(path: str) -> bool:
-        parent = path.rpartition("/")[0]
-        while parent:
-            if parent in named:
-                return True
-            parent = parent.rpartition("/")[0]
-        return False
-
-    return [p for p in sorted(named) if not inside(p)]
-
-
-def _nul_join(paths: list[str]) -> bytes:
-    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
-
-
-def _split_nul(raw: bytes) -> list[str]:
-    return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
-
-
-def _message_bytes(text: str) -> bytes:
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate no file name produced
-        return text.encode("utf-8", "backslashreplace")
+from autoresearch.workspace.private_git import digest, link_shares, make_private_git, read_small
+from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
+from autoresearch.workspace.submodules import Submodules
 
 
 class Workspace:
@@ -155,8 +66,7 @@ class Workspace:
         self._git: Git | None = None
         self._objects: Path | None = None
         self._index_digest: tuple[int, int, int, int] | None = None
-        self._submodules: list[tuple[str, str]] = []
-        self._clones: dict[str, Path] = {}
+        self.subs = Submodules(root, self.path, state_dir, self.repo, lambda: self.git)
         self._private_head: str | None = None
         # Marks on the files while a sealed proposer works: its changes, named by the kernel.
         self._watch: FolderWatch | None = None
@@ -240,7 +150,7 @@ class Workspace:
             return False
         self.close_watch()
         self._at_head = False
-        if _read_small(self.gitdir / "HEAD") != f"{start}\n".encode():
+        if read_small(self.gitdir / "HEAD") != f"{start}\n".encode():
             return False
         for name in ENGINE_FOLDERS:
             if (self.state_dir / name).is_symlink():
@@ -263,7 +173,7 @@ class Workspace:
             index.unlink(missing_ok=True)
             self.git.run("read-tree", start)
         self._remember_index()
-        self._submodules, self._clones = [], {}
+        self.subs.forget()
         self._private_head = start
         self.link_shares()
         return True
@@ -295,12 +205,12 @@ class Workspace:
                 )
 
     def _remember_index(self) -> None:
-        self._index_digest = _digest(self.gitdir / "index")
+        self._index_digest = digest(self.gitdir / "index")
 
     def _trust_index(self, head: str) -> None:
         """The engine's index is what the engine last wrote, or it is rebuilt from HEAD
         (losing only the stat cache): flags set behind the engine's back never count."""
-        if _digest(self.gitdir / "index") != self._index_digest:
+        if digest(self.gitdir / "index") != self._index_digest:
             self._reset_index(head)
 
     def _reset_index(self, head: str) -> None:
@@ -317,14 +227,14 @@ class Workspace:
             "-A",
             "--pathspec-from-file=-",
             "--pathspec-file-nul",
-            input=_nul_join(outermost(paths)),
+            input=nul_join(outermost(paths)),
             extra_env=NO_PRELOAD,
         )
 
     def _private_git(self, head: str) -> None:
         """The proposer's own `.git` in the workspace, made afresh: a branch at `head`,
         objects borrowed from the user's store, an index matching the files."""
-        _make_private_git(
+        make_private_git(
             self.path / ".git",
             self.objects(),
             f"ref: {self.branch_ref}\n".encode(),
@@ -340,122 +250,25 @@ class Workspace:
         dotgit = self.path / ".git"
         if not real_dir(dotgit):
             return True
-        head = _read_small(dotgit / "HEAD")
-        ref = _read_small(dotgit / self.branch_ref)
+        head = read_small(dotgit / "HEAD")
+        ref = read_small(dotgit / self.branch_ref)
         expected = f"{self._private_head}\n".encode()
         return head != f"ref: {self.branch_ref}\n".encode() or ref != expected
 
+    # -- submodules (submodules.py) ---------------------------------------------------
+
     def submodules(self) -> list[tuple[str, str]]:
         """(name, path) of each submodule the workspace's `.gitmodules` declares."""
-        gitmodules = self.path / ".gitmodules"
-        if not gitmodules.is_file() or gitmodules.is_symlink():
-            return []
-        raw = Git(self.state_dir, env=isolated_env()).run(
-            "config",
-            "-z",
-            "-f",
-            str(gitmodules),
-            "--get-regexp",
-            r"^submodule\..*\.path$",
-            check=False,
-        )
-        found = []
-        for entry in raw.split("\0"):
-            key, _, path = entry.partition("\n")
-            if key.startswith("submodule.") and key.endswith(".path") and path:
-                found.append((key[len("submodule.") : -len(".path")], path))
-        return found
+        return self.subs.declared()
 
     def init_submodules(self) -> list[str]:
-        """Check out every submodule in the workspace at the commit the tree records.
-
-        Each submodule's objects live in a clone of the engine's own (`modules/`), made
-        from the user's own checkout of it when it has one (no network needed), else from
-        the user's `submodule.<name>.url`, else from `.gitmodules`. The user's checkout and
-        configuration are never written."""
-        warnings = []
-        self._submodules = self.submodules()
-        self._clones = {}
-        head = self._head()
-        for name, path in self._submodules:
-            recorded = self._recorded(head, path)
-            if recorded is None:
-                continue
-            sources = self._submodule_sources(name, path)
-            if not sources:
-                warnings.append(
-                    f"submodule {path} is not checked out in the workspace: its URL in "
-                    ".gitmodules is relative and your checkout has not initialised it; run "
-                    "`git submodule update --init` in your checkout and start again"
-                )
-                continue
-            clone = self.modules / f"{_quote(name)}.git"
-            problem = ""
-            if not _has_commit(clone, recorded):
-                for url, local in sources:
-                    problem = _clone(url, local, clone, recorded)
-                    if not problem:
-                        break
-            if problem:
-                warnings.append(
-                    f"submodule {path} is not checked out in the workspace ({problem}); "
-                    "commands that need it will fail"
-                )
-                continue
-            self._clones[path] = clone
-            self._fill_submodule(path, recorded)
-        return warnings
-
-    def _recorded(self, commit: str, path: str) -> str | None:
-        out = self.git.run("rev-parse", "-q", "--verify", f"{commit}:{path}", check=False)
-        return out.strip() or None
-
-    def _fill_submodule(self, path: str, recorded: str) -> None:
-        """The submodule's folder holds exactly `recorded`'s files, and a `.git` of the
-        proposer's own."""
-        clone = self._clones[path]
-        target = self.path / path
-        base = os.path.realpath(self.path)
-        if os.path.realpath(target.parent) != os.path.join(base, *Path(path).parts[:-1]):
-            return  # a link on the way: the super-project's reset puts the folder back first
-        if not real_dir(target):
-            remove(target)
-            target.mkdir(parents=True)
-        index = self.modules / f"{_quote(path)}.index"
-        env = {**isolated_env(), "GIT_INDEX_FILE": str(index)}
-        sub = Git(
-            target, config=GIT_CONFIG, args=[f"--git-dir={clone}", f"--work-tree={target}"], env=env
-        )
-        sub.run("read-tree", "--reset", "-u", recorded)
-        sub.run("clean", "-ffdxq")
-        _make_private_git(
-            target / ".git", clone / "objects", f"{recorded}\n".encode(), {}, index, None
-        )
+        """Check out every submodule at the commit the tree records; warnings for the user."""
+        return self.subs.init(self._head())
 
     def submodule_gitdirs(self) -> dict[str, Path]:
         """The engine's clone of each checked-out submodule, by its path: where the
         measurement folder reads a submodule commit's files from."""
-        return dict(self._clones)
-
-    def _submodule_sources(self, name: str, path: str) -> list[tuple[str, bool]]:
-        """Where a submodule can be cloned from, best first; True for the user's own
-        checkout of it."""
-        sources = []
-        own = self.root / path
-        if (own / ".git").exists() and Git(own).ok("rev-parse", "--verify", "-q", "HEAD"):
-            sources.append((str(own), True))
-        configured = self.repo.run("config", "--get", f"submodule.{name}.url", check=False)
-        if configured.strip():
-            sources.append((configured.strip(), False))
-        gitmodules = self.path / ".gitmodules"
-        declared = (
-            Git(self.state_dir, env=isolated_env())
-            .run("config", "-f", str(gitmodules), "--get", f"submodule.{name}.url", check=False)
-            .strip()
-        )
-        if declared and not declared.startswith(("./", "../")):
-            sources.append((declared, False))
-        return sources
+        return self.subs.gitdirs()
 
     def clear_stale_locks(self) -> None:
         """Remove lock files a killed git command left behind in the engine's own areas.
@@ -505,10 +318,7 @@ class Workspace:
             args += ["-e", f"/{item}"]
         git.run(*args)
         self._remember_index()
-        for _, path in self._submodules:
-            recorded = self._recorded(head, path)
-            if path in self._clones and recorded and _has_commit(self._clones[path], recorded):
-                self._fill_submodule(path, recorded)
+        self.subs.refill(head)
         self._private_git(head)
         self._at_head = True
 
@@ -530,7 +340,7 @@ class Workspace:
         )
         self._remember_index()
         scan = Scan()
-        for entry in _split_nul(raw):
+        for entry in split_nul(raw):
             kind = entry[0]
             if kind == "1":
                 fields = entry.split(" ", 8)
@@ -616,7 +426,7 @@ class Workspace:
             out = self.git.run_bytes(
                 "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
             )
-            items = _split_nul(out)
+            items = split_nul(out)
             # A type change (a file made a link) reads as an edit, as the scan names it.
             changes = sorted(
                 (
@@ -671,7 +481,7 @@ class Workspace:
             listed = git.run_bytes(
                 "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *rest
             )
-            candidate.ignored = [p for p in _split_nul(listed) if p and not under(p, self.share)]
+            candidate.ignored = [p for p in split_nul(listed) if p and not under(p, self.share)]
         return candidate
 
     # -- the kernel's account of the proposer's work -------------------------------------
@@ -681,7 +491,7 @@ class Workspace:
         they start, or it writes only through the engine's own code) the workspace's files
         carry marks from now on, and `collect` reads only what they report; otherwise git
         reads the whole workspace."""
-        if not sealed or self._submodules or not self._at_head:
+        if not sealed or self.subs.paths or not self._at_head:
             self.close_watch()
             return
         if self._watch is not None:
@@ -743,14 +553,14 @@ class Workspace:
                 "--worktree",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-                input=_nul_join(candidate.paths),
+                input=nul_join(candidate.paths),
             )
             self._remember_index()
 
     def commit(self, candidate: Candidate, parent: str, message: str, iteration: int) -> str:
         # The message comes from the proposer: passed on stdin, since an argument cannot
         # hold a NUL byte, and a path that is not UTF-8 goes back to its own bytes.
-        text = _message_bytes(message.replace("\0", " "))
+        text = message_bytes(message.replace("\0", " "))
         commit = self.git.run(
             "commit-tree", candidate.tree, "-p", parent, "-F", "-", input=text, extra_env=IDENTITY
         ).strip()
@@ -859,170 +669,3 @@ class Workspace:
         resolved = os.path.realpath(target)
         base = os.path.realpath(self.path)
         return not (resolved == base or resolved.startswith(base + os.sep))
-
-
-def _digest(path: Path) -> tuple[int, int, int, int] | None:
-    """What changes whenever anyone writes the file: git replaces the index by a rename (a
-    new inode), and a write in place moves its change time, which no one can set back."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _read_small(path: Path) -> bytes | None:
-    """A small regular file's bytes, never following a link nor waiting on a pipe."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, 4096)
-    finally:
-        os.close(fd)
-
-
-def _quote(name: str) -> str:
-    return name.replace("%", "%25").replace("/", "%2F")
-
-
-def _has_commit(clone: Path, commit: str) -> bool:
-    if not real_dir(clone):
-        return False
-    git = Git(clone.parent, args=[f"--git-dir={clone}"], env=isolated_env())
-    return git.ok("cat-file", "-e", f"{commit}^{{commit}}")
-
-
-def _clone(url: str, local: bool, clone: Path, commit: str) -> str:
-    """Clone `url` into the engine's folder `clone`; why not, or "" when it holds `commit`."""
-    remove(clone)
-    clone.parent.mkdir(parents=True, exist_ok=True)
-    config = ["protocol.file.allow=always"] if local else []
-    try:
-        Git(clone.parent, config=config).run("clone", "-q", "--bare", "--", url, str(clone))
-    except GitError as exc:
-        return str(exc)
-    if not _has_commit(clone, commit):
-        return f"{url} does not hold the recorded commit {commit[:12]}"
-    return ""
-
-
-def _make_private_git(
-    dotgit: Path,
-    objects: Path,
-    head: bytes,
-    refs: dict[str, str],
-    index: Path,
-    exclude: Path | None,
-) -> None:
-    """A `.git` folder for the proposer, made afresh: whatever was there (a link, a file
-    pointing elsewhere, hooks, config) is removed, never followed."""
-    remove(dotgit)
-    (dotgit / "objects" / "info").mkdir(parents=True)
-    (dotgit / "refs" / "heads").mkdir(parents=True)
-    (dotgit / "refs" / "tags").mkdir()
-    (dotgit / "info").mkdir()
-    write_file(dotgit / "objects" / "info" / "alternates", f"{objects}\n".encode())
-    write_file(dotgit / "HEAD", head)
-    write_file(dotgit / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
-    for ref, commit in refs.items():
-        (dotgit / ref).parent.mkdir(parents=True, exist_ok=True)
-        write_file(dotgit / ref, f"{commit}\n".encode())
-    if index.is_file():
-        shutil.copyfile(index, dotgit / "index")
-    if exclude is not None:
-        shutil.copyfile(exclude, dotgit / "info" / "exclude")
-
-
-def link_shares(root: Path, folder: Path, share: list[str], exact: bool = False) -> None:
-    """Link each shared path of the checkout into `folder` where nothing stands yet. With
-    `exact` (the measurement folder) whatever stands there instead, a folder a command put
-    in the link's place among it, is removed first: every run reads the shared data, never
-    what an earlier run left at its path."""
-    for item in share:
-        source = root / item
-        target = folder / item
-        if not source.exists():
-            continue
-        if exact:
-            target = real_parents(folder, item)
-            if target.is_symlink() and os.readlink(target) == str(source):
-                continue
-            remove(target)
-        elif os.path.lexists(target):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.symlink_to(source)
-
-
-def head_of(root: Path) -> str:
-    repo = Git(root)
-    commit = repo.rev("HEAD")
-    if commit is None:
-        raise GitError(
-            f"the repository at {root} has no commits yet; commit your code first "
-            "(git add -A && git commit -m baseline)."
-        )
-    return commit
-
-
-def _tree_stat(path: Path) -> str:
-    """A cheap fingerprint of a folder: every file's path, size and modification time."""
-    digest = hashlib.sha256()
-    if path.is_file():
-        st = path.stat()
-        digest.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-        return digest.hexdigest()
-    for folder, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            digest.update(f"{full}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def checkout_state(root: Path, shares: list[str] | None = None) -> dict[str, str]:
-    """The user's checkout as git sees it: HEAD, the branch, and every changed path.
-
-    Shared (git-ignored) paths are included by a stat fingerprint, since git does not
-    look at them and a proposer could write through the workspace's links.
-    """
-    repo = Git(root)
-    raw = repo.run_bytes(
-        "status", "--porcelain=v1", "-z", "--branch", "-unormal", "--no-renames", check=False
-    )
-    state: dict[str, str] = {}
-    for entry in _split_nul(raw):
-        if entry.startswith("## "):
-            state["(branch)"] = entry[3:]
-        else:
-            state[entry[3:]] = entry[:2]
-    state["(HEAD)"] = repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
-    for share in shares or []:
-        target = root / share
-        if target.exists():
-            state[f"{share} (shared)"] = _tree_stat(target)
-    return state
-
-
-def checkout_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """The paths (or HEAD, branch) whose state differs between two `checkout_state` calls."""
-    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-
-
-def ensure_state_dir(root: Path) -> Path:
-    """Create `.autoresearch/` so that it ignores itself."""
-    base = root / ".autoresearch"
-    refuse_links(root, base)
-    base.mkdir(exist_ok=True)
-    ignore = base / ".gitignore"
-    if not os.path.lexists(ignore) or ignore.is_symlink():
-        write_file(ignore, b"*\n")
-    return base
