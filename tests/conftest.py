@@ -255,3 +255,15 @@ def commits(tmp_path: Path) -> tuple[Path, list[str]]:
     (repo / "lib" / "deep" / "c.txt").write_text("c changed\n")
     third = commit_all(repo, "and back")
     return repo, [first, second, third]
+
+
+# Whole campaigns run end to end (real engines in their own processes, bundled examples,
+# a Ray cluster) are `slow`: `pytest -m "not slow"` is the inner loop.
+SLOW_MODULES = {"test_noise_campaigns.py", "test_bench_replica.py", "test_parallel.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.parent.name == "e2e" or path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -3,14 +3,15 @@ and `session`. Parsing and printing only; the work is done in the modules they c
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from autoresearch.cli.options import checkout_root, console, handle_errors
+from autoresearch.cli.output import Shown, emit
 from autoresearch.config import CONFIG_FILE, load_campaign
 from autoresearch.views.render import safe
 
@@ -110,11 +111,8 @@ def setup(tool: str, user: bool, command: str, as_json: bool) -> None:
 
     root = Path.cwd() if user else checkout_root()
     written = write_setup(tool, root, user=user, command=command)
-    if as_json:
-        click.echo(json.dumps([w.to_json() for w in written], indent=2))
-        return
-    for item in written:
-        console.print(f"{item.action:>9}  {safe(str(item.path))}", highlight=False)
+    lines = [f"{item.action:>9}  {safe(str(item.path))}" for item in written]
+    emit(Shown([w.to_json() for w in written], lambda: lines), as_json)
 
 
 @click.command(name="import")
@@ -140,30 +138,27 @@ def import_(source: str, folder: Path | None, force: bool, as_json: bool) -> Non
         result = import_pi(root, force, folder.resolve() if folder else None)
     else:
         result = import_program(root, Path(source).resolve(), force)
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
-        return
-    verb = "wrote" if result.written else "kept"
-    console.print(f"{verb} {safe(str(result.config))} ({safe(result.style)})", highlight=False)
-    console.print("inferred:", highlight=False)
-    for line in result.found:
-        console.print(f"  {safe(line)}", highlight=False)
-    if result.missing:
-        console.print("could not infer (decide in the file):", highlight=False)
-        for line in result.missing:
-            console.print(f"  {safe(line)}", highlight=False)
-    if result.imported_path is not None:
-        console.print(
-            f"imported {result.imported} prior attempts (self-reported, never used in a "
-            f"decision) into {safe(str(result.imported_path))}",
-            highlight=False,
+
+    def lines() -> Iterable[str]:
+        verb = "wrote" if result.written else "kept"
+        yield f"{verb} {safe(str(result.config))} ({safe(result.style)})"
+        yield "inferred:"
+        yield from (f"  {safe(line)}" for line in result.found)
+        if result.missing:
+            yield "could not infer (decide in the file):"
+            yield from (f"  {safe(line)}" for line in result.missing)
+        if result.imported_path is not None:
+            yield (
+                f"imported {result.imported} prior attempts (self-reported, never used in a "
+                f"decision) into {safe(str(result.imported_path))}"
+            )
+        yield (
+            "next: check the file; then `autoresearch start` to drive the campaign yourself "
+            "(edit the workspace, `autoresearch step`), or add a [proposer] and "
+            "`autoresearch check`, `autoresearch run`"
         )
-    console.print(
-        "next: check the file; then `autoresearch start` to drive the campaign yourself "
-        "(edit the workspace, `autoresearch step`), or add a [proposer] and "
-        "`autoresearch check`, `autoresearch run`",
-        highlight=False,
-    )
+
+    emit(Shown(result.to_json(), lines), as_json)
 
 
 file_option = click.option(
@@ -218,7 +213,7 @@ def session_init(
         max_cost=max_cost,
         convergence_runs=convergence_runs,
     )
-    click.echo(json.dumps(entry))
+    emit(Shown(entry, compact=True), as_json=True)
 
 
 @session.command(name="record")
@@ -278,27 +273,15 @@ def session_status(path: Path, fmt: str) -> None:
 def _session_out(data: dict[str, object], fmt: str) -> None:
     from autoresearch.agent.session import summary_lines
 
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-        return
-    for line in summary_lines(data):
-        click.echo(line)
+    emit(Shown(data, lambda: summary_lines(data), markup=False), as_json=fmt == "json")
 
 
 def _print_step(report: StepReport, as_json: bool) -> None:
     from autoresearch.agent.mode import step_lines
 
-    _print(report.to_json() if as_json else step_lines(report))
+    lines = [safe(str(line), one_line=False) for line in step_lines(report)]
+    emit(Shown(report.to_json(), lambda: lines), as_json)
     sys.exit(report.exit_code)
-
-
-def _print(out: object) -> None:
-    if isinstance(out, dict):
-        click.echo(json.dumps(out, indent=2))
-        return
-    assert isinstance(out, list)
-    for line in out:
-        console.print(safe(str(line), one_line=False), highlight=False)
 
 
 COMMANDS: list[click.Command] = [start, workspace, step, mcp_, setup, import_, session]

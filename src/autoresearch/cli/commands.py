@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
 
@@ -22,6 +23,7 @@ from autoresearch.cli.options import (
     json_option,
     output_options,
 )
+from autoresearch.cli.output import Shown, emit
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import RunResult
@@ -172,11 +174,7 @@ def run_engine(
 def status(config_path: Path | None, as_json: bool) -> None:
     """Show the campaign's baseline, best and counts (works while it runs)."""
     data = campaign_status(find_state_dir(checkout_root(), config_path))
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
-    for line in status_lines(data):
-        console.print(line, highlight=False)
+    emit(Shown(data, lambda: status_lines(data)), as_json)
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:
@@ -242,21 +240,22 @@ def log_(config_path: Path | None, as_json: bool) -> None:
         if not imported:
             raise
         records = []  # only a history brought in by `import pi` so far
-    if as_json:
-        click.echo(json.dumps([stored_object(r) for r in records], indent=2))
-        return
-    if imported:
-        console.print(imported_table(imported))
-        console.print(
-            f"{len(imported)} prior attempts imported from {safe(str(imported[0].get('source')))}"
-            ": self-reported, shown for reference, never used in a decision",
-            highlight=False,
-        )
-    if not records:
-        console.print("no attempts yet (the engine is starting)")
-        return
-    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
-    console.print(attempts_table(records, direction=direction))
+
+    def lines() -> Iterable[RenderableType]:
+        if imported:
+            yield imported_table(imported)
+            source = safe(str(imported[0].get("source")))
+            yield (
+                f"{len(imported)} prior attempts imported from {source}: self-reported, "
+                "shown for reference, never used in a decision"
+            )
+        if not records:
+            yield "no attempts yet (the engine is starting)"
+            return
+        direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+        yield attempts_table(records, direction=direction)
+
+    emit(Shown([stored_object(r) for r in records], lines), as_json)
 
 
 @main.command()
@@ -268,16 +267,16 @@ def ideas(config_path: Path | None, as_json: bool) -> None:
     from autoresearch.learning.ideas import listing
 
     found = listing(checkout_root(), config_path)
-    if as_json:
-        click.echo(json.dumps([e.to_json() for e in found], indent=2))
-        return
-    if not found:
-        console.print("no hypotheses queued and no ideas in the backlog yet")
-        return
-    for e in found:
-        where = f"#{e.iteration} {e.outcome}" if e.iteration is not None else e.outcome
-        result = f" metric {num(e.metric)}" if e.metric is not None else ""
-        console.print(f"{e.source:10} {safe(where)}{result}: {safe(e.text)}")
+
+    def lines() -> Iterable[str]:
+        if not found:
+            yield "no hypotheses queued and no ideas in the backlog yet"
+        for e in found:
+            where = f"#{e.iteration} {e.outcome}" if e.iteration is not None else e.outcome
+            result = f" metric {num(e.metric)}" if e.metric is not None else ""
+            yield f"{e.source:10} {safe(where)}{result}: {safe(e.text)}"
+
+    emit(Shown([e.to_json() for e in found], lines), as_json)
 
 
 @main.command()
@@ -348,23 +347,20 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
     from autoresearch.views.report import write_report
 
     paths = write_report(find_state_dir(checkout_root(), config_path))
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "markdown": str(paths.markdown),
-                    "html": str(paths.html),
-                    "image": str(paths.image) if paths.image else None,
-                },
-                indent=2,
-            )
-        )
-    else:
-        console.print(f"report: {paths.markdown}\nhtml:   {paths.html}")
+    data = {
+        "markdown": str(paths.markdown),
+        "html": str(paths.html),
+        "image": str(paths.image) if paths.image else None,
+    }
+
+    def lines() -> Iterable[str]:
+        yield f"report: {paths.markdown}\nhtml:   {paths.html}"
         if paths.image is None:
-            console.print("no chart: install matplotlib (pip install 'autoresearch[report]')")
+            yield "no chart: install matplotlib (pip install 'autoresearch[report]')"
         else:
-            console.print(f"chart:  {paths.image}")
+            yield f"chart:  {paths.image}"
+
+    emit(Shown(data, lines), as_json)
     if open_it:
         import webbrowser
 
@@ -391,19 +387,19 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
     state_dir = find_state_dir(checkout_root(), config_path)
     record = stored_object(attempt(state_dir, iteration))
     logs = attempt_logs(state_dir, iteration)
-    if as_json:
-        click.echo(json.dumps({**record, "logs": [str(p) for p in logs]}, indent=2))
-        return
-    for key, value in record.items():
-        if key == "prev_hash":
-            continue
-        text = json.dumps(value) if isinstance(value, list | dict) else str(value)
-        console.print(f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}", highlight=False)
-    if logs:
-        console.print("[bold]logs[/]:", highlight=False)
-        for path in logs:
-            size = path.stat().st_size
-            console.print(f"  {safe(str(path))} ({size} bytes)", highlight=False)
+
+    def lines() -> Iterable[str]:
+        for key, value in record.items():
+            if key == "prev_hash":
+                continue
+            text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+            yield f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}"
+        if logs:
+            yield "[bold]logs[/]:"
+            for path in logs:
+                yield f"  {safe(str(path))} ({path.stat().st_size} bytes)"
+
+    emit(Shown({**record, "logs": [str(p) for p in logs]}, lines), as_json)
 
 
 @main.command()
@@ -469,20 +465,18 @@ def branch(
         commit, found = minimal_commit(state_dir)
         make_branch(root, name, commit, force)
         carrying = ", ".join(f"#{i}" for i in found.get("carrying", []))
-        if as_json:
-            click.echo(json.dumps({"branch": name, "commit": commit, "carrying": carrying}))
-        else:
-            console.print(f"branch {safe(name)} at {commit[:10]} (only {carrying or 'nothing'})")
+        text = f"branch {safe(name)} at {commit[:10]} (only {carrying or 'nothing'})"
+        data = {"branch": name, "commit": commit, "carrying": carrying}
+        emit(Shown(data, lambda: [text], compact=True), as_json)
         return
     commit, record = chosen_commit(state_dir, iteration, force)
     make_branch(root, name, commit, force)
-    if as_json:
-        click.echo(json.dumps({"branch": name, "commit": commit, "iteration": record.iteration}))
-        return
-    console.print(
+    text = (
         f"branch {safe(name)} at {commit[:10]} "
         f"(attempt {record.iteration}: {safe(record.description)})"
     )
+    answer = {"branch": name, "commit": commit, "iteration": record.iteration}
+    emit(Shown(answer, lambda: [text], compact=True), as_json)
 
 
 @main.command()
@@ -496,10 +490,7 @@ def ablate(config_path: Path | None, as_json: bool) -> None:
 
     campaign = load_campaign(checkout_root(), config_path)
     report = run_ablation(campaign, warn=lambda m: err_console.print(f"warning: {escape(m)}"))
-    if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-        return
-    console.print(escape(markdown(report)), highlight=False)
+    emit(Shown(report.to_json(), lambda: [escape(markdown(report))]), as_json)
 
 
 @main.command(name="apply")
@@ -523,16 +514,14 @@ def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json
     state_dir = find_state_dir(root, config_path)
     _, record = chosen_commit(state_dir, iteration, force)
     files = apply_changes(root, state_dir, record).files
-    if as_json:
-        click.echo(json.dumps({"iteration": record.iteration, "files": files}))
-        return
-    if not files:
-        console.print("nothing to apply: your HEAD already holds that change")
-        return
-    console.print(
+    text = (
         f"applied the change of attempt {record.iteration} to your working tree (not "
         "committed): " + safe(", ".join(files))
+        if files
+        else "nothing to apply: your HEAD already holds that change"
     )
+    data = {"iteration": record.iteration, "files": files}
+    emit(Shown(data, lambda: [text], compact=True), as_json)
 
 
 @main.command(name="list")
@@ -540,15 +529,17 @@ def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json
 @handle_errors
 def list_(as_json: bool) -> None:
     """Every campaign in this repository: state, best, attempts, disk used."""
-    from autoresearch.cli.housekeeping import human_bytes, list_campaigns
+    from autoresearch.cli.housekeeping import list_campaigns
 
     campaigns = list_campaigns(checkout_root())
-    if as_json:
-        click.echo(json.dumps([c.to_json() for c in campaigns], indent=2))
-        return
+    emit(Shown([c.to_json() for c in campaigns], lambda: campaign_lines(campaigns)), as_json)
+
+
+def campaign_lines(campaigns: list[Any]) -> list[RenderableType]:
+    from autoresearch.cli.housekeeping import human_bytes
+
     if not campaigns:
-        console.print("no campaigns in this repository yet; start one with `autoresearch run`")
-        return
+        return ["no campaigns in this repository yet; start one with `autoresearch run`"]
     table = Table(show_edge=False, header_style="bold")
     for column in ("campaign", "state", "baseline", "best", "attempts", "disk"):
         table.add_column(column, justify="left" if column in ("campaign", "state") else "right")
@@ -565,7 +556,7 @@ def list_(as_json: bool) -> None:
             str(c.attempts),
             human_bytes(c.disk_bytes),
         )
-    console.print(table)
+    return [table]
 
 
 @main.command()
@@ -621,31 +612,28 @@ def verify(config_path: Path | None, as_json: bool) -> None:
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)
     report = verify_campaign(root, state_dir, state_dir.name, running=is_running(state_dir))
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "ok": report.ok,
-                    "records": report.records,
-                    "problems": report.problems,
-                    "rule": report.rule,  # None: the verdicts were not re-derived
-                },
-                indent=2,
-            )
-        )
-    elif report.ok:
+    data = {
+        "ok": report.ok,
+        "records": report.records,
+        "problems": report.problems,
+        "rule": report.rule,  # None: the verdicts were not re-derived
+    }
+
+    def lines() -> Iterable[str]:
+        if not report.ok:
+            yield from (f"[red]problem:[/] {safe(problem)}" for problem in report.problems)
+            return
         verdicts = (
             f"every verdict follows from its samples under rule {report.rule}"
             if report.rule
             else "verdicts NOT re-derived (no config of this campaign found; pass --config)"
         )
-        console.print(
+        yield (
             f"ok: {report.records} records, hash chain intact, every attempt's ref "
             f"matches, the branch is at the best kept commit, {verdicts}"
         )
-    else:
-        for problem in report.problems:
-            console.print(f"[red]problem:[/] {safe(problem)}")
+
+    emit(Shown(data, lines), as_json)
     sys.exit(0 if report.ok else 1)
 
 
@@ -712,81 +700,78 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
     campaign = load_campaign(checkout_root(), config_path)
     report = run_check(campaign, repeat=repeat, offline=offline)
     proposer = report.proposer
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "ok": report.ok,
-                    "commit": report.commit,
-                    "values": report.values(),
-                    "spread": report.spread(),
-                    "noise": report.noise_figures() or None,
-                    "recommended": report.recommendation() if repeat > 1 else None,
-                    "metric_errors": [m.reason for m in report.metric if not m.ok],
-                    "guard": None
-                    if report.guard is None
-                    else {"ok": report.guard.ok, "reason": report.guard.reason},
-                    "harness": report.harness,
-                    "proposer": None
-                    if proposer is None
-                    else {
-                        "kind": proposer.kind,
-                        "ok": proposer.ok,
-                        "detail": proposer.detail,
-                        "problem": proposer.problem or None,
-                    },
-                    "decision": report.decision,
-                    "isolation": report.isolation,
-                    "abstract_sockets": report.sockets,
-                    "limits": report.limits,
-                },
-                indent=2,
-            )
+    data = {
+        "ok": report.ok,
+        "commit": report.commit,
+        "values": report.values(),
+        "spread": report.spread(),
+        "noise": report.noise_figures() or None,
+        "recommended": report.recommendation() if repeat > 1 else None,
+        "metric_errors": [m.reason for m in report.metric if not m.ok],
+        "guard": None
+        if report.guard is None
+        else {"ok": report.guard.ok, "reason": report.guard.reason},
+        "harness": report.harness,
+        "proposer": None
+        if proposer is None
+        else {
+            "kind": proposer.kind,
+            "ok": proposer.ok,
+            "detail": proposer.detail,
+            "problem": proposer.problem or None,
+        },
+        "decision": report.decision,
+        "isolation": report.isolation,
+        "abstract_sockets": report.sockets,
+        "limits": report.limits,
+    }
+
+    def lines() -> Iterable[str]:
+        yield (
+            f"config {escape(campaign.display_path())}: ok (campaign '{escape(campaign.name)}', "
+            f"commit {report.commit[:10]})"
         )
-        sys.exit(0 if report.ok else 1)
-    console.print(
-        f"config {escape(campaign.display_path())}: ok (campaign '{escape(campaign.name)}', "
-        f"commit {report.commit[:10]})"
-    )
-    if proposer is not None:
-        if proposer.ok:
-            console.print(f"proposer: {escape(proposer.detail)}")
-        else:
-            console.print(f"[red]proposer cannot work:[/] {escape(proposer.problem)}")
-    console.print(f"decision: {escape(report.decision)}")
-    console.print(f"isolation: {escape(report.isolation)}")
-    if report.sockets:
-        console.print(f"abstract unix sockets: {escape(report.sockets)}")
-    console.print(f"limits: {escape(report.limits)}")
-    if report.harness:
-        console.print("harness: " + escape(", ".join(report.harness)))
-    for k, m in enumerate(report.metric, 1):
-        label = f"metric run {k}" if repeat > 1 else "metric"
-        if m.ok:
-            console.print(f"{label}: {num(m.value)} ({m.seconds:.2f} s)")
-        else:
-            console.print(
-                f"[red]{label} failed:[/] {escape(m.reason)}; output in "
-                f"{escape(str(m.stdout_path))}"
+        if proposer is not None:
+            if proposer.ok:
+                yield f"proposer: {escape(proposer.detail)}"
+            else:
+                yield f"[red]proposer cannot work:[/] {escape(proposer.problem)}"
+        yield f"decision: {escape(report.decision)}"
+        yield f"isolation: {escape(report.isolation)}"
+        if report.sockets:
+            yield f"abstract unix sockets: {escape(report.sockets)}"
+        yield f"limits: {escape(report.limits)}"
+        if report.harness:
+            yield "harness: " + escape(", ".join(report.harness))
+        for k, m in enumerate(report.metric, 1):
+            label = f"metric run {k}" if repeat > 1 else "metric"
+            if m.ok:
+                yield f"{label}: {num(m.value)} ({m.seconds:.2f} s)"
+            else:
+                yield (
+                    f"[red]{label} failed:[/] {escape(m.reason)}; output in "
+                    f"{escape(str(m.stdout_path))}"
+                )
+        spread = report.spread()
+        if repeat > 1 and spread:
+            yield "spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items())
+            figures = report.noise_figures()
+            if figures:
+                yield (
+                    f"noise: robust sigma {num(figures['robust_sigma'])} (spikes left out), "
+                    f"sigma {num(figures['sigma'])}"
+                )
+            advice = report.recommendation()
+            yield (
+                f"recommended: rule = {escape(advice['rule'])}, min_delta = {advice['min_delta']}"
             )
-    spread = report.spread()
-    if repeat > 1 and spread:
-        console.print("spread: " + "  ".join(f"{k} {num(v)}" for k, v in spread.items()))
-        figures = report.noise_figures()
-        if figures:
-            console.print(
-                f"noise: robust sigma {num(figures['robust_sigma'])} (spikes left out), "
-                f"sigma {num(figures['sigma'])}"
-            )
-        advice = report.recommendation()
-        console.print(
-            f"recommended: rule = {escape(advice['rule'])}, min_delta = {advice['min_delta']}"
-        )
-    if report.guard is not None:
-        if report.guard.ok:
-            console.print(f"guard: passed ({report.guard.seconds:.2f} s)")
-        else:
-            console.print(f"[red]guard failed:[/] {escape(report.guard.reason)}")
+        if report.guard is not None:
+            if report.guard.ok:
+                yield f"guard: passed ({report.guard.seconds:.2f} s)"
+            else:
+                yield f"[red]guard failed:[/] {escape(report.guard.reason)}"
+
+    emit(Shown(data, lines), as_json)
     sys.exit(0 if report.ok else 1)
 
 

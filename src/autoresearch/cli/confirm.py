@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from autoresearch.cli.options import (
     handle_errors,
     json_option,
 )
+from autoresearch.cli.output import Shown, emit
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.measure.confirm import DEFAULT_PAIRS, Outcome, compare, confirm, describe
 
@@ -42,15 +42,12 @@ def _progress(quiet: bool) -> object:
 
 def _print(outcome: Outcome, as_json: bool) -> None:
     data = outcome.to_json()
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
-    console.print(escape(describe(data)))
-    console.print(
+    pair = (
         f"A {escape(outcome.a.label)} [{outcome.a.commit[:10]}], "
         f"B {escape(outcome.b.label)} [{outcome.b.commit[:10]}]; "
         f"samples in {'the report' if outcome.a.label == 'baseline' else '--json'}"
     )
+    emit(Shown(data, lambda: [escape(describe(data)), pair]), as_json)
 
 
 @click.command(name="confirm")

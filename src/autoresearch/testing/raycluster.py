@@ -45,11 +45,16 @@ def _start(*args: str, log: Path) -> subprocess.Popen[bytes]:
 
 
 def _alive_nodes(address: str) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", f"import ray; ray.init(address={address!r}, logging_level=40);"
-         "print(sum(1 for n in ray.nodes() if n['Alive']))"],
-        env=ENV, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    """The live nodes the cluster counts; 0 while it cannot say (a loaded machine can take
+    longer than one probe: the caller's deadline decides)."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", f"import ray; ray.init(address={address!r}, logging_level=40);"
+             "print(sum(1 for n in ray.nodes() if n['Alive']))"],
+            env=ENV, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return 0
     try:
         return int(out.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -57,8 +62,29 @@ def _alive_nodes(address: str) -> int:
 
 
 @contextmanager
+def _node_ip_here() -> Iterator[None]:
+    """This process, which connects as a driver, names itself 127.0.0.1 as the nodes do:
+    otherwise Ray picks the machine's own address for the driver and looks for a local
+    node there that the cluster does not advertise."""
+    before = os.environ.get("RAY_NODE_IP_ADDRESS")
+    os.environ["RAY_NODE_IP_ADDRESS"] = "127.0.0.1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RAY_NODE_IP_ADDRESS", None)
+        else:
+            os.environ["RAY_NODE_IP_ADDRESS"] = before
+
+
+@contextmanager
 def ray_cluster(workers: int = 1, head_cpus: int = 1, cpus: int = 1) -> Iterator[str]:
     """Start the cluster, yield its address, stop every process it started."""
+    with _node_ip_here():
+        yield from _cluster(workers, head_cpus, cpus)
+
+
+def _cluster(workers: int, head_cpus: int, cpus: int) -> Iterator[str]:
     temp = Path(tempfile.mkdtemp(prefix="art-ray-", dir="/tmp"))
     port = _free_port()
     address = f"127.0.0.1:{port}"
@@ -73,7 +99,7 @@ def ray_cluster(workers: int = 1, head_cpus: int = 1, cpus: int = 1) -> Iterator
         )
     ]
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 420
         while _alive_nodes(address) < 1:
             if time.monotonic() > deadline or nodes[0].poll() is not None:
                 raise RuntimeError((temp / "head.log").read_text(errors="replace")[-2000:])
