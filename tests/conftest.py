@@ -259,7 +259,12 @@ def commits(tmp_path: Path) -> tuple[Path, list[str]]:
 
 # Whole campaigns run end to end (real engines in their own processes, bundled examples,
 # a Ray cluster) are `slow`: `pytest -m "not slow"` is the inner loop.
-SLOW_MODULES = {"test_noise_campaigns.py", "test_bench_replica.py", "test_parallel.py"}
+SLOW_MODULES = {
+    "test_isolation.py",  # the attack suite: whole campaigns in real sandboxes
+    "test_noise_campaigns.py",
+    "test_bench_replica.py",
+    "test_parallel.py",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

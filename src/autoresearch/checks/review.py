@@ -101,8 +101,8 @@ class Guard:
         case.seconds += guard.seconds
         if not guard.failure:
             return None
-        if guard.failure == Status.TAMPERED:
-            return case.refuse(Status.TAMPERED, guard.reason)
+        if guard.failure in (Status.TAMPERED, Status.INTERRUPTED):
+            return case.refuse(Status(guard.failure), guard.reason)
         if case.rework_left > 0:
             why = f"{guard.reason}; sent back for rework ({case.rework_left} left)"
             return case.refuse(Status.REWORK, why)

@@ -31,6 +31,9 @@ class Measurement:
     seconds: float
     reason: str
     stdout_path: Path
+    # The signal that ended the command when the engine did not send it (an OOM killer,
+    # another process's kill): not the candidate's doing, so the run is made again.
+    signal: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -3,6 +3,7 @@ measurement folder), inside the OS sandbox where one is available."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from autoresearch.attempt import Status
@@ -108,6 +109,12 @@ class LocalExecutor(Executor):
                 result.stdout_path,
             )
         if result.returncode != 0:
+            outside = signal_from_outside(result.returncode)
+            if outside is not None:
+                reason = f"killed by {signal.Signals(outside).name} from outside the engine"
+                return Measurement(
+                    Status.CRASH, None, result.seconds, reason, result.stdout_path, outside
+                )
             tail = result.stderr_tail()
             reason = f"exited with code {result.returncode}" + (f": {tail}" if tail else "")
             return Measurement(Status.CRASH, None, result.seconds, reason, result.stdout_path)
@@ -119,6 +126,21 @@ class LocalExecutor(Executor):
         except MetricParseError as exc:
             return Measurement(Status.CRASH, None, result.seconds, str(exc), result.stdout_path)
         return Measurement(OK, value, result.seconds, "", result.stdout_path)
+
+
+# Signals that end a command from outside: the kernel's OOM killer and another process's
+# `kill`. The engine itself ends a command only on its timeout or when the campaign stops.
+OUTSIDE_SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGHUP)
+
+
+def signal_from_outside(returncode: int | None) -> int | None:
+    """The signal a command's exit status says ended it, when it is one the engine never
+    sends but on a timeout (which the run reports as `timeout` instead): the shell's
+    128 + N, or -N for the process itself."""
+    if returncode is None or returncode == 0:
+        return None
+    number = -returncode if returncode < 0 else returncode - 128
+    return number if number in OUTSIDE_SIGNALS else None
 
 
 def measurement_boundary(

@@ -246,7 +246,9 @@ class RayExecutor(Executor):
         _write(log_stem.with_suffix(".err"), result["stderr"])
         outcome = result["outcome"]
         status: Any = OK if outcome == OK else Status(outcome)
-        return Measurement(status, result["value"], result["seconds"], result["reason"], out)
+        return Measurement(
+            status, result["value"], result["seconds"], result["reason"], out, result.get("signal")
+        )
 
 
 def unreachable(address: str) -> str | None:
@@ -390,6 +392,7 @@ def measure_on_worker(
             "value": measured.value,
             "seconds": measured.seconds,
             "reason": measured.reason,
+            "signal": measured.signal,
             "stdout": _tail(stem_path.with_suffix(".out")),
             "stderr": _tail(stem_path.with_suffix(".err")),
         }

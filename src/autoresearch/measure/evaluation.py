@@ -17,7 +17,7 @@ from pathlib import Path
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
-from autoresearch.executors import CommandSpec, Executor, metric_spec
+from autoresearch.executors import CommandSpec, Executor, Measurement, metric_spec
 from autoresearch.isolation import machine
 from autoresearch.isolation.process import Limits
 from autoresearch.measure.integrity import Fingerprint
@@ -204,10 +204,23 @@ class Evaluator:
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
-        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
-            result = self.executor.run(
-                spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
-            )
+        result = self._execute(spec, iteration, stem)
+        if result.signal is not None and not self.fingerprint.changed(
+            self.campaign, self.tree.path
+        ):
+            # Ended from outside the engine (an OOM killer, another process's kill): not
+            # the candidate's doing. Made once more; a second such end stops the attempt.
+            out.seconds += result.seconds
+            self.tree.settle()
+            self.tree.show(commit)
+            retry = self._execute(spec, iteration, f"{stem}-again")
+            if retry.signal is not None:
+                out.failure = Status.INTERRUPTED
+                what = "metric" if spec is self.metric else "guard"
+                out.reason = f"{what} {retry.reason}, twice"
+                self.tree.settle()
+                return None
+            result = retry
         if spec is self.metric:
             machine.record(self.campaign.state_dir, run=stem, value=result.value)
         out.seconds += result.seconds
@@ -230,6 +243,12 @@ class Evaluator:
                 out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
             return None
         return value
+
+    def _execute(self, spec: CommandSpec, iteration: int, stem: str) -> Measurement:
+        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+            return self.executor.run(
+                spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
+            )
 
     def _readings(
         self, stdout: Path, budget: float, value: float | None, out: Evaluation

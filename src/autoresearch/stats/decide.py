@@ -132,6 +132,14 @@ BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
 REFERENCE_MIN = 1
+# A reference this short is screened against the incumbent's known level: one spiked run
+# would move any estimator of so few samples.
+REFERENCE_SETTLED = 3
+# How far worse than the incumbent's known level (in robust sigmas, at least) a fresh run
+# is before it is taken for a spike, and how many such runs one comparison sets aside
+# (each answered with another run) before it takes them as the incumbent's new level.
+SPIKE_SIGMAS = 4.0
+SPIKE_RERUNS = 2
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -471,6 +479,14 @@ class Comparison:
     samples earlier comparisons left behind (the start state). `efficacy` fixes the
     sequential boundary instead of the calibrated one; `open_walk` judges with none (see
     `judge`).
+
+    `prior` is what else the incumbent is known by: the samples that selected it when it
+    was kept (biased in its favour, so never compared with). A reference sample worse than
+    that level by more than the campaign's spike scale is a spike (`_screen`): it is left
+    out of the comparison, and a fresh one is answered with another run of the incumbent,
+    up to SPIKE_RERUNS; runs that agree with each other are the incumbent's new level. So
+    one disturbed re-measurement never becomes the reference a candidate is judged
+    against.
     """
 
     def __init__(
@@ -483,8 +499,14 @@ class Comparison:
         *,
         efficacy: float | None = None,
         open_walk: bool = False,
+        prior: Sequence[float] = (),
     ) -> None:
         self.rule = rule
+        self.prior = list(prior)
+        self.set_aside = 0  # fresh incumbent runs answered with another as spikes
+        # The spike scale comes from the noise known before this comparison: its own runs,
+        # spikes among them, must not widen the scale that judges them.
+        self.known_noise = noise.noise([], []) if isinstance(noise, Pool) else noise
         self.direction = direction
         self.noise_source = noise
         self.carried = carried
@@ -527,6 +549,9 @@ class Comparison:
             reference.append(value)
             if len(reference) > self.rule.max_samples:
                 del reference[0]
+            if self.set_aside < SPIKE_RERUNS and self._spike(value):
+                self.set_aside += 1
+                return None  # answered with another run of the incumbent
             if not self.candidate:
                 self._next = self._first()
                 return None
@@ -547,19 +572,64 @@ class Comparison:
         return look
 
     def _first(self) -> Side:
-        if self.sequential and len(self.reference) < REFERENCE_MIN:
+        if self.sequential and len(self.compared()[0]) < REFERENCE_MIN:
             return Side.INCUMBENT
         return Side.CANDIDATE
 
+    def _spike_scale(self) -> float:
+        """How far worse than the incumbent's known level a run is before it is a spike
+        (0: no screen: exact samples, nothing else known of the incumbent, or not the
+        sequential rule)."""
+        noise = self.known_noise
+        if not self.sequential or not self.prior or noise is None or noise.sigma <= 0:
+            return 0.0
+        return max(noise.screen, SPIKE_SIGMAS) * noise.sigma
+
+    def _screen(self) -> tuple[list[float], list[bool]]:
+        """The reference with its spikes left out, and which samples those are.
+
+        A sample worse than the level the incumbent was kept at (the median of `prior`)
+        by more than the spike scale is a spike, unless two or more such samples agree
+        with each other: then they are the incumbent's new level (the machine changed, or
+        the samples that selected it were luckier than most), and all are taken. Once
+        REFERENCE_SETTLED samples agree with the known level, the estimator itself is
+        robust to what is left, and the reference is taken whole."""
+        reference = self.reference
+        scale = self._spike_scale()
+        if scale <= 0:
+            return reference, [True] * len(reference)
+        level = robust.median(self.prior)
+        keep = [gain(v, level, self.direction) >= -scale for v in reference]
+        spikes = [v for v, ok in zip(reference, keep, strict=True) if not ok]
+        agreeing = len(spikes) >= 2 and max(spikes) - min(spikes) <= 2 * scale
+        if agreeing or sum(keep) >= REFERENCE_SETTLED:
+            return reference, [True] * len(reference)
+        return [v for v, ok in zip(reference, keep, strict=True) if ok], keep
+
+    def _spike(self, value: float) -> bool:
+        """The fresh run just added is left out as a spike."""
+        kept = self._screen()[1]
+        return bool(kept) and not kept[-1] and self.reference[-1] == value
+
+    def compared(self) -> tuple[list[float], int, int]:
+        """The reference the candidate is judged against (spikes left out), how many of
+        its samples are fresh, and how many were carried from earlier comparisons."""
+        used, keep = self._screen()
+        fresh = min(len(self.fresh), len(self.reference))
+        fresh_used = sum(keep[len(keep) - fresh :]) if fresh else 0
+        carried = min(self.carried, len(used) - fresh_used)
+        return used, fresh_used, carried
+
     def _judge(self) -> tuple[Verdict, Look | None]:
+        reference, fresh, carried = self.compared()
         return judge(
             self.rule,
             self.direction,
-            self.reference,
+            reference,
             self.candidate,
-            len(self.fresh),
+            fresh,
             self.noise(),
-            self.carried,
+            carried,
             self.efficacy,
             self.open_walk,
         )

@@ -152,4 +152,10 @@ class SampleBook:
             self.reference(incumbent),
             Pool.of(self.groups, incumbent, self.rule.estimator, self.direction),
             self.carried(incumbent),
+            prior=self.prior(incumbent),
         )
+
+    def prior(self, incumbent: str) -> list[float]:
+        """The samples that selected a kept incumbent: left out of its reference (biased
+        in its favour), but what tells a spiked re-measurement from its level."""
+        return self.groups.get(incumbent, [])[: self.selected.get(incumbent, 0)]

@@ -1,0 +1,109 @@
+"""A reference that one run cannot move: the deterministic stand-in of a real campaign on a
+shared machine. The metric's level is 100 (90 after the first real gain, 81 after the
+second), with a jitter of +-0.4; right after the first keep, the incumbent's first
+re-measurement is spiked x1.6 and the run after it x1.4. A neutral change measured then
+must not be kept, the recorded best must never move backwards, and the next real gain is
+still kept."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from autoresearch.attempt import Status
+from autoresearch.checks.verify import verify_campaign
+from autoresearch.config import load_campaign
+from autoresearch.engine import Engine
+from autoresearch.executors.base import CommandSpec, Measurement
+from autoresearch.proposers.base import Proposal
+from autoresearch.store.ledger import Ledger
+from campaigns import campaign_toml
+from conftest import make_repo
+from unit.memory import MemoryExecutor, ScriptedProposer
+
+JITTER = (0.4, -0.4, 0.2, -0.2, 0.0, 0.3, -0.3, 0.1, -0.1)
+
+
+def level(workspace: Path) -> float:
+    text = (workspace / "calc.py").read_text()
+    return 100.0 * (0.9 ** text.count("FAST"))
+
+
+class SpikedAfterKeep(MemoryExecutor):
+    """The stand-in machine: a burst hits the incumbent's first re-measurement of
+    `spiked_attempt` and the run after it."""
+
+    def __init__(self, spiked_attempt: int) -> None:
+        super().__init__(level)
+        self.calls = 0
+        self.spiked = f"{spiked_attempt:04d}-incumbent-1"
+        self.burst = 0  # runs left in the burst
+        self.factors = (1.6, 1.4)
+
+    def run(
+        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
+    ) -> Measurement:
+        measured = super().run(spec, workspace=workspace, env=env, log_stem=log_stem)
+        if not spec.parse or measured.value is None:
+            return measured
+        value = measured.value + JITTER[self.calls % len(JITTER)]
+        self.calls += 1
+        if log_stem.name == self.spiked:
+            self.burst = len(self.factors)
+        if self.burst:
+            value *= self.factors[len(self.factors) - self.burst]
+            self.burst -= 1
+        measured.stdout_path.write_text(f"score: {value}\n")
+        return Measurement(measured.outcome, value, measured.seconds, "", measured.stdout_path)
+
+
+def faster(workspace: Path) -> Proposal:
+    with (workspace / "calc.py").open("a") as f:
+        f.write("# FAST\n")
+    return Proposal(description="a real 10% gain")
+
+
+def rename(workspace: Path) -> Proposal:
+    path = workspace / "calc.py"
+    path.write_text(path.read_text().replace("N = 10", "N = 10  # renamed"))
+    return Proposal(description="a neutral rename")
+
+
+@pytest.mark.parametrize("noise", ["auto", "time"])
+def test_one_spiked_re_measurement_never_becomes_the_reference(tmp_path: Path, noise: str) -> None:
+    overrides: dict[str, object] = {
+        "metric.command": "metric",
+        "metric.target": None,
+        "guard": None,
+        "decision.rule": None,  # the default: auto
+        "stop.max_iterations": 3,
+        "stop.plateau": 0,
+    }
+    if noise == "time":
+        overrides["metric.noise"] = "time"
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 10\n",
+            "bench.py": "# the judge\n",
+            "autoresearch.toml": campaign_toml(**overrides),
+        },
+    )
+    executor = SpikedAfterKeep(spiked_attempt=2)
+    proposer = ScriptedProposer(faster, rename, faster)
+    result = Engine(load_campaign(repo), proposer=proposer, executor=executor).run()
+    assert result.exit_code == 0, result.message
+    records = Ledger(repo / ".autoresearch" / "toy").read()
+    by_iteration = {r.iteration: r for r in records}
+    assert by_iteration[1].status is Status.KEEP, by_iteration[1]
+    spiked = by_iteration[2]
+    assert spiked.status is not Status.KEEP, spiked
+    assert by_iteration[3].status is Status.KEEP, by_iteration[3]
+    # The recorded best never moves backwards, and ends at the honest level of two gains.
+    bests = [r.best for r in records[1:] if r.best is not None]
+    assert all(later <= earlier + 1.0 for earlier, later in itertools.pairwise(bests)), bests
+    assert abs(bests[-1] - 81.0) < 1.5, bests
+    report = verify_campaign(repo, repo / ".autoresearch" / "toy", "toy")
+    assert report.ok, report.problems
