@@ -10,77 +10,20 @@ import pytest
 
 import autoresearch
 from autoresearch.attempt import TRAITS, Status
+from autoresearch.testing.structure import Package
 
-SRC = Path(autoresearch.__file__).resolve().parent
-CAPABILITIES = {
-    "validate", "preflight", "exhausted", "runs_commands", "confined", "parallel_safe",
-    "reopen_workspace", "edited_on_candidate", "edits_in_place", "cancel",
-}  # fmt: skip
-
-
-def _modules() -> dict[str, ast.Module]:
-    found = {}
-    for path in sorted(SRC.rglob("*.py")):
-        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = ast.parse(path.read_text())
-    return found
-
-
-MODULES = _modules()
-
-
-def _imports(name: str) -> set[str]:
-    """The package's modules `name` imports (a package's own submodules left out: its
-    `__init__` naming them is not a dependency of the design)."""
-    out: set[str] = set()
-    for node in ast.walk(MODULES[name]):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                out.add(full if full in MODULES else node.module)
-    return {m for m in out if m in MODULES and m != name and not m.startswith(name + ".")}
-
-
-def _floor(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and _is_package(module)) else "root"
-
-
-def _is_package(module: str) -> bool:
-    return any(m.startswith(module + ".") for m in MODULES)
+PACKAGE = Package.read(Path(autoresearch.__file__).resolve().parent)
+MODULES = PACKAGE.modules
+_imports = PACKAGE.imports
+_floor = PACKAGE.floor
 
 
 def test_no_import_cycles() -> None:
-    graph = {name: _imports(name) for name in MODULES}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[list[str]] = []
+    assert PACKAGE.cycles() == []
 
-    def strong(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = [stack.pop()]
-            while group[-1] != v:
-                group.append(stack.pop())
-            if len(group) > 1:
-                cycles.append(sorted(group))
 
-    for v in graph:
-        if v not in index:
-            strong(v)
-    assert cycles == []
+def test_no_private_member_is_used_across_modules() -> None:
+    assert PACKAGE.private_crossings() == []
 
 
 ABOVE: dict[str, set[str]] = {
@@ -130,19 +73,7 @@ def test_the_engine_runs_no_command_itself() -> None:
 
 
 def test_capabilities_are_declared_never_probed() -> None:
-    probes = []
-    for name, tree in MODULES.items():
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("getattr", "hasattr")
-                and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and node.args[1].value in CAPABILITIES
-            ):
-                probes.append(f"{name}: {node.func.id}(..., {node.args[1].value!r})")
-    assert probes == []
+    assert PACKAGE.probes() == []
 
 
 def test_every_status_has_one_row_of_traits() -> None:

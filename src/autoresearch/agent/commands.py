@@ -10,22 +10,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from autoresearch.cli.options import checkout_root, console, handle_errors
+from autoresearch.cli.options import (
+    checkout_root,
+    config_option,
+    console,
+    handle_errors,
+    json_option,
+)
 from autoresearch.cli.output import Shown, emit
-from autoresearch.config import CONFIG_FILE, load_campaign
+from autoresearch.config import load_campaign
 from autoresearch.views.render import safe
 
 if TYPE_CHECKING:
     from autoresearch.agent.mode import StepReport
-
-config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"Config file (default: {CONFIG_FILE} or [tool.autoresearch] in pyproject.toml).",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 @click.command()
