@@ -48,3 +48,18 @@ def test_check_repeat_reports_robust_noise_and_recommends_a_rule(toy: Path, invo
     assert data["recommended"]["rule"].startswith("auto (an exact metric")
     text = invoke(toy, "check", "--repeat", "3").stdout
     assert "noise: robust sigma 0" in text and "recommended: rule = auto" in text
+
+
+def test_check_repeat_says_what_a_noisy_metric_lets_the_campaign_detect(
+    toy: Path, invoke: Runner
+) -> None:
+    (toy / "bench.py").write_text(
+        "import random\nprint(f'score: {100 + random.gauss(0, 30):.3f}')\n"
+    )
+    git(toy, "commit", "-qam", "a noisy benchmark")
+    data = json.loads(invoke(toy, "check", "--repeat", "6", "--json").stdout)
+    assert data["detectable_pct"] is not None and data["detectable_pct"] > 5, data
+    text = invoke(toy, "check", "--repeat", "6").stdout
+    assert "detectable: gains of about" in text
+    exact = json.loads(invoke(toy, "check", "--repeat", "1", "--json").stdout)
+    assert exact["detectable_pct"] is None

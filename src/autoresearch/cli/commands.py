@@ -209,6 +209,8 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         )
     if data.get("decision"):
         lines.append(safe(str(data["decision"])))
+    if data.get("detectable"):
+        lines.append(safe(str(data["detectable"])))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["attempt_counts"].items()))
     cap = data.get("max_iterations")
     of = f" of {cap}" if cap is not None else ""
@@ -707,6 +709,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         "spread": report.spread(),
         "noise": report.noise_figures() or None,
         "recommended": report.recommendation() if repeat > 1 else None,
+        "detectable_pct": report.detectable_pct() if repeat > 1 else None,
         "metric_errors": [m.reason for m in report.metric if not m.ok],
         "guard": None
         if report.guard is None
@@ -760,6 +763,12 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                 yield (
                     f"noise: robust sigma {num(figures['robust_sigma'])} (spikes left out), "
                     f"sigma {num(figures['sigma'])}"
+                )
+            detectable = report.detectable_pct()
+            if detectable is not None:
+                yield (
+                    f"detectable: gains of about {detectable:.2g}% or more are kept 4 times in "
+                    f"5 within max_samples = {report.max_samples} runs a side at this spread"
                 )
             advice = report.recommendation()
             yield (

@@ -23,6 +23,7 @@ from autoresearch.measure.metrics import Readings, checked_readings
 from autoresearch.proposers import create_proposer, validate_proposer
 from autoresearch.proposers.base import Proposer
 from autoresearch.stats.auto_rule import recommend
+from autoresearch.stats.decide import Noise, Rule, detectable_gain
 from autoresearch.stats.robust import robust_sigma
 from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 
@@ -57,6 +58,8 @@ class CheckReport:
     limits: str = ""
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
+    max_samples: int = 8  # [decision] max_samples
+    confidence: float = 0.95
 
     @property
     def ok(self) -> bool:
@@ -86,6 +89,20 @@ class CheckReport:
         estimator = "time" if self.noise == "time" else "robust"
         found = robust_sigma([values], estimator, self.direction)
         return {"robust_sigma": found[0] if found else 0.0, "sigma": statistics.stdev(values)}
+
+    def detectable_pct(self) -> float | None:
+        """The smallest gain (in % of the median) the robust sequential rule keeps 4 times
+        in 5 within max_samples runs a side, at the spread these runs show."""
+        values = self.values()
+        figures = self.noise_figures()
+        center = statistics.median(values) if values else 0.0
+        if not figures or not center:
+            return None
+        estimator = "time" if self.noise == "time" else "robust"
+        rule = Rule("sequential", max_samples=self.max_samples, confidence=self.confidence,
+                    estimator=estimator)  # fmt: skip
+        smallest = detectable_gain(rule, Noise(figures["robust_sigma"], len(values) - 1))
+        return None if smallest is None else 100 * smallest / abs(center)
 
     def recommendation(self) -> dict[str, str]:
         """The rule and min_delta these runs call for (`auto_rule.recommend`)."""
@@ -166,6 +183,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             decision=decision_text(cfg),
             direction=str(cfg.metric.direction or "minimize"),
             noise=cfg.metric.noise,
+            max_samples=cfg.decision.max_samples,
+            confidence=cfg.decision.confidence,
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)

@@ -569,11 +569,20 @@ class Engine:
         return None
 
     def _decision(self) -> None:
-        """Say which rule decides (and why, under `auto`), and keep it for `status`."""
+        """Say which rule decides (and why, under `auto`) and what it can detect at this
+        noise, and keep it for `status`; warn, once, when that is coarser than the gains
+        looked for."""
         assert self.evaluator is not None
         text = self.evaluator.decision_text()
-        self.state.update(decision=text, estimator=self.evaluator.rule.estimator)
+        detectable, warning = self.evaluator.detectable(self.incumbent.commit)
+        self.state.update(
+            decision=text, estimator=self.evaluator.rule.estimator, detectable=detectable or None
+        )
         self.on_event(Noted(text))
+        if detectable:
+            self.on_event(Noted(detectable))
+        if warning and not self.records[1:]:
+            self.warn(warning)  # at the start only: a resume says it through `status`
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:
         stored = self.ledger.append(replace(record, utc=utc_now()))

@@ -25,8 +25,17 @@ from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, Samples, samples_from
 from autoresearch.measure.readout import MetricParseError
 from autoresearch.measure.tree import MeasureTree, Tree
+from autoresearch.stats import robust
 from autoresearch.stats.auto_rule import describe
-from autoresearch.stats.decide import Rule, Side, Verdict, estimate, explain
+from autoresearch.stats.decide import (
+    WANTED_GAIN_PCT,
+    Rule,
+    Side,
+    Verdict,
+    detectable_gain,
+    estimate,
+    explain,
+)
 from autoresearch.stats.sample_book import SampleBook
 from autoresearch.workspace import Candidate, Workspace
 
@@ -153,6 +162,38 @@ class Evaluator:
         """What decides, and why (`rule = "auto"` names what it chose from the baseline)."""
         book = self.book
         return "decision: " + describe(book.configured, book.rule, book.first, self.direction)
+
+    def detectable(self, incumbent: str) -> tuple[str, str | None]:
+        """What this campaign can see at its measured noise, and a warning when that is
+        coarser than the gains looked for ("" and None: any gain is seen)."""
+        rule = self.book.rule
+        comparison = self.book.comparison(incumbent) if self.book.groups.get(incumbent) else None
+        noise = comparison.known_noise if comparison is not None else None
+        smallest = detectable_gain(rule, noise)
+        level = robust.median(self.book.groups.get(incumbent, [])) if comparison else 0.0
+        if smallest is None or not level:
+            return "", None
+        pct = 100 * smallest / abs(level)
+        note = (
+            f"detectable: gains of about {pct:.2g}% ({smallest:.4g}) or more are kept 4 times "
+            f"in 5 within {rule.max_samples} runs a side at this noise"
+        )
+        wanted = rule.min_delta_abs(level)
+        wanted_text = f"min_delta {wanted:.4g}"
+        if wanted <= 0:
+            wanted = WANTED_GAIN_PCT / 100 * abs(level)
+            wanted_text = f"gains of {WANTED_GAIN_PCT:g}%"
+        if smallest <= wanted:
+            return note, None
+        warning = (
+            f"unstable benchmark: its noise lets this campaign see only gains of about "
+            f"{pct:.2g}% or more, coarser than the {wanted_text} looked for; smaller real "
+            "gains will be dropped. Remedies: repeat the workload inside the metric command "
+            "and print the median, measure CPU time instead of wall time, set [metric] "
+            "exclusive = true, pin the benchmark to cores (taskset), quiet the machine, or "
+            "raise [decision] max_samples"
+        )
+        return note, warning
 
     @property
     def rule(self) -> Rule:

@@ -842,6 +842,25 @@ def _dof_step(dof: int) -> int:
     return max((d for d in DOF_STEPS if d <= max(dof, 3)), default=3)
 
 
+# A gain is "detectable" when the sequential rule keeps it this often (80%: the usual power
+# of a test); its one-sided normal quantile.
+DETECT_POWER_Z = 0.8416
+# The gains users look for when they set no min_delta (the upper end of 1-5%).
+WANTED_GAIN_PCT = 5.0
+
+
+def detectable_gain(rule: Rule | RuleSource, noise: Noise | None) -> float | None:
+    """The smallest true gain the sequential rule keeps 4 times in 5 with `max_samples` runs
+    a side at this noise (None: another rule, or an exact metric, where any gain is
+    seen). The boundary is the calibrated one of a comparison that starts full."""
+    rule = as_rule(rule)
+    if rule.name != "sequential" or noise is None or noise.sigma <= 0:
+        return None
+    n = rule.max_samples
+    efficacy = sequential_bounds(rule, noise.dof, n, noise.screen)
+    return (efficacy + DETECT_POWER_Z) * noise.sigma * math.sqrt(2 / n)
+
+
 def sequential_bounds(
     rule: Rule | RuleSource, dof: int, carried: int = 0, screen: float = 0.0
 ) -> float:

@@ -50,6 +50,7 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             "max_iterations": state.get("max_iterations"),
             # The rule in force and why (`rule = "auto"` says what it chose).
             "decision": state.get("decision"),
+            "detectable": state.get("detectable"),
             "branch": f"autoresearch/{name}",
             "ledger": str(state_dir / "ledger.jsonl"),
             "slots": slot_status(state.get("slots")) if running else [],
