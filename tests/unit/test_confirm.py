@@ -75,6 +75,10 @@ def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     # N = 6 -> 5 under noise 0.3: a gain of about 1, the interval around it.
     assert data["low"] <= data["gain"] <= data["high"] and 0.3 < data["gain"] < 1.7
     assert data["raw_gain"] is not None
+    # The text names both commits (in brackets, which must survive the markup).
+    text = invoke(repo, "confirm", "--repeat", "6").stdout
+    base, best = data["a"]["commit"][:10], data["b"]["commit"][:10]
+    assert f"A baseline [{base}], B best [{best}]" in text, text
     report = invoke(repo, "report")
     assert report.returncode == 0
     assert "confirmed gain:" in (repo / ".autoresearch" / "n" / "report.md").read_text()

@@ -42,9 +42,10 @@ def _progress(quiet: bool) -> object:
 
 def _print(outcome: Outcome, as_json: bool) -> None:
     data = outcome.to_json()
-    pair = (
-        f"A {escape(outcome.a.label)} [{outcome.a.commit[:10]}], "
-        f"B {escape(outcome.b.label)} [{outcome.b.commit[:10]}]; "
+    # Escaped whole: a commit in brackets reads as markup to rich, which drops it.
+    pair = escape(
+        f"A {outcome.a.label} [{outcome.a.commit[:10]}], "
+        f"B {outcome.b.label} [{outcome.b.commit[:10]}]; "
         f"samples in {'the report' if outcome.a.label == 'baseline' else '--json'}"
     )
     emit(Shown(data, lambda: [escape(describe(data)), pair]), as_json)
