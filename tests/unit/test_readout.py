@@ -44,3 +44,24 @@ def test_extract_number_failures(text: str, pattern: str | None, message: str) -
 @given(st.floats(allow_nan=False, allow_infinity=False, width=64))
 def test_extract_number_round_trips_any_float(value: float) -> None:
     assert extract_number(f"metric: {value!r}\n", None) == value
+
+
+def test_a_pattern_is_matched_in_this_process_and_still_bounded() -> None:
+    """No interpreter is started per run to read the number, and a pattern that would
+    backtrack for hours stops at its budget."""
+    import time
+
+    from autoresearch.measure.readout import MetricParseError, extract_number
+    from autoresearch.testing.proposer_suite import counting_spawns
+
+    with counting_spawns() as started:
+        assert extract_number("loss 0.5\nscore: 4.25\n", r"score: (\S+)") == 4.25
+    assert started == []
+    began = time.monotonic()
+    try:
+        extract_number("a" * 5000, r"^(\d+|(?:a|aa)+b)$", budget=1.0)
+    except MetricParseError as exc:
+        assert "was still matching after 1.0 s" in str(exc)
+    else:
+        raise AssertionError("a catastrophic pattern was not stopped")
+    assert time.monotonic() - began < 5

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import stat
-import subprocess
-import sys
+from collections import deque
 from pathlib import Path
+
+import regex
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a metric file larger than this is not a metric file
 DEFAULT_BUDGET = 600.0  # seconds a user pattern may take when the caller gives no budget
@@ -24,40 +24,24 @@ class MetricParseError(ValueError):
     """The metric output holds no usable number."""
 
 
-# Runs a user's pattern in its own interpreter: Python's regex engine cannot be stopped
-# from another thread, and a pattern can backtrack for hours. The parent kills it on time.
-_MATCHER = """
-import json, re, sys
-pattern, text = json.loads(sys.stdin.buffer.read())
-last = None
-for last in re.finditer(pattern, text, re.MULTILINE):
-    pass
-sys.stdout.write(json.dumps(None if last is None else [last.group(1)]))
-"""
-
-
 def _last_group(pattern: str, text: str, budget: float) -> list[str | None] | None:
     """The first group of the pattern's last match ([None] if the group took no part),
-    None without a match; MetricParseError when matching outlasts `budget` seconds."""
+    None without a match; MetricParseError when matching outlasts `budget` seconds.
+
+    Matched in this process by the `regex` engine, which stops a match at its timeout:
+    Python's own cannot be stopped, and a pattern can backtrack for hours. No interpreter
+    is started per run."""
+    limit = max(budget, 1.0)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _MATCHER],
-            input=json.dumps([pattern, text]).encode(),
-            capture_output=True,
-            timeout=max(budget, 1.0),
-        )
-    except subprocess.TimeoutExpired:
+        matches = deque(regex.finditer(pattern, text, regex.MULTILINE, timeout=limit), maxlen=1)
+    except TimeoutError:
         raise MetricParseError(
-            f"the pattern {pattern!r} was still matching after {max(budget, 1.0):.1f} s (the "
+            f"the pattern {pattern!r} was still matching after {limit:.1f} s (the "
             "metric timeout); simplify it, nested repeats like (a+)+ backtrack endlessly"
         ) from None
-    if proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise MetricParseError(
-            f"the pattern {pattern!r} could not be matched ({detail[-1] if detail else 'failed'})"
-        )
-    found = json.loads(proc.stdout)
-    return None if found is None else [found[0]]
+    except (regex.error, IndexError) as exc:
+        raise MetricParseError(f"the pattern {pattern!r} could not be matched ({exc})") from None
+    return [matches[0].group(1)] if matches else None
 
 
 def extract_number(text: str, pattern: str | None, budget: float = DEFAULT_BUDGET) -> float:
