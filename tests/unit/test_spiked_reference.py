@@ -18,6 +18,7 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.executors.base import CommandSpec, Measurement
 from autoresearch.proposers.base import Proposal
+from autoresearch.stats.decide import Comparison, Noise, Rule, Side
 from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml
 from conftest import make_repo
@@ -107,3 +108,66 @@ def test_one_spiked_re_measurement_never_becomes_the_reference(tmp_path: Path, n
     assert abs(bests[-1] - 81.0) < 1.5, bests
     report = verify_campaign(repo, repo / ".autoresearch" / "toy", "toy")
     assert report.ok, report.problems
+
+
+# -- the comparison itself ---------------------------------------------------------------
+
+SEQUENTIAL = Rule("sequential", max_samples=8, estimator="robust")
+QUIET = Noise(0.4, 30)
+
+
+def test_a_lone_spike_after_a_keep_is_answered_with_another_run_and_left_out() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
+    assert test.next() is Side.INCUMBENT
+    test.add(144.0)  # the burst
+    assert test.next() is Side.INCUMBENT  # answered with another run, not adopted
+    test.add(90.2)
+    assert test.next() is Side.CANDIDATE
+    reference, fresh, _ = test.compared()
+    assert reference == [90.2] and fresh == 1
+
+
+def test_runs_that_agree_are_the_incumbent_s_new_level() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
+    test.add(120.0)
+    assert test.next() is Side.INCUMBENT
+    test.add(120.3)  # the machine changed: two runs agree
+    assert test.next() is Side.CANDIDATE
+    reference, fresh, _ = test.compared()
+    assert reference == [120.0, 120.3] and fresh == 2
+
+
+def test_spikes_are_answered_twice_at_most() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
+    test.add(144.0)
+    test.add(126.0)  # a second spike that does not agree with the first
+    assert test.set_aside == 2
+    test.add(150.0)
+    assert test.next() is Side.CANDIDATE  # no third rerun: the comparison goes on
+    assert test.compared()[0] == [144.0, 126.0, 150.0]  # nothing else: taken as they are
+
+
+def test_a_spike_carried_from_an_earlier_comparison_stays_out() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (144.0, 90.1), QUIET, 2, prior=[90.0])
+    reference, fresh, carried = test.compared()
+    assert reference == [90.1] and fresh == 0 and carried == 1
+
+
+def test_a_better_run_is_never_a_spike() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
+    test.add(70.0)
+    assert test.next() is Side.CANDIDATE
+    assert test.compared()[0] == [70.0]
+
+
+@pytest.mark.parametrize("prior", [(), (90.0,)])
+def test_with_nothing_to_screen_the_comparison_is_its_own_reference(
+    prior: tuple[float, ...],
+) -> None:
+    """No prior (the baseline, the calibration) or no spike: the reference, fresh and
+    carried counts the rule was calibrated with, unchanged."""
+    test = Comparison(SEQUENTIAL, "minimize", (90.1, 89.9, 90.0), QUIET, 3, prior=prior)
+    assert test.compared() == (test.reference, len(test.fresh), test.carried)
+    assert test.next() is Side.CANDIDATE
+    test.add(90.05)
+    assert test.compared() == (test.reference, len(test.fresh), test.carried)

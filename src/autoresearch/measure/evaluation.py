@@ -29,6 +29,7 @@ from autoresearch.stats import robust
 from autoresearch.stats.auto_rule import describe
 from autoresearch.stats.decide import (
     WANTED_GAIN_PCT,
+    Pool,
     Rule,
     Side,
     Verdict,
@@ -166,11 +167,12 @@ class Evaluator:
     def detectable(self, incumbent: str) -> tuple[str, str | None]:
         """What this campaign can see at its measured noise, and a warning when that is
         coarser than the gains looked for ("" and None: any gain is seen)."""
-        rule = self.book.rule
-        comparison = self.book.comparison(incumbent) if self.book.groups.get(incumbent) else None
-        noise = comparison.known_noise if comparison is not None else None
-        smallest = detectable_gain(rule, noise)
-        level = robust.median(self.book.groups.get(incumbent, [])) if comparison else 0.0
+        rule, samples = self.book.rule, self.book.groups.get(incumbent, [])
+        if not samples:
+            return "", None
+        pool = Pool.of(self.book.groups, incumbent, rule.estimator, self.direction)
+        smallest = detectable_gain(rule, pool.noise([], []))
+        level = robust.median(samples)
         if smallest is None or not level:
             return "", None
         pct = 100 * smallest / abs(level)

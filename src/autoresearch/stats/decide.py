@@ -482,7 +482,7 @@ class Comparison:
 
     `prior` is what else the incumbent is known by: the samples that selected it when it
     was kept (biased in its favour, so never compared with). A reference sample worse than
-    that level by more than the campaign's spike scale is a spike (`_screen`): it is left
+    that level by more than the campaign's spike scale is a spike (`_left_out`): it is left
     out of the comparison, and a fresh one is answered with another run of the incumbent,
     up to SPIKE_RERUNS; runs that agree with each other are the incumbent's new level. So
     one disturbed re-measurement never becomes the reference a candidate is judged
@@ -504,9 +504,7 @@ class Comparison:
         self.rule = rule
         self.prior = list(prior)
         self.set_aside = 0  # fresh incumbent runs answered with another as spikes
-        # The spike scale comes from the noise known before this comparison: its own runs,
-        # spikes among them, must not widen the scale that judges them.
-        self.known_noise = noise.noise([], []) if isinstance(noise, Pool) else noise
+        self._scale: float | None = None  # the spike scale, once asked for
         self.direction = direction
         self.noise_source = noise
         self.carried = carried
@@ -549,7 +547,7 @@ class Comparison:
             reference.append(value)
             if len(reference) > self.rule.max_samples:
                 del reference[0]
-            if self.set_aside < SPIKE_RERUNS and self._spike(value):
+            if self.set_aside < SPIKE_RERUNS and self._spike():
                 self.set_aside += 1
                 return None  # answered with another run of the incumbent
             if not self.candidate:
@@ -576,49 +574,62 @@ class Comparison:
             return Side.INCUMBENT
         return Side.CANDIDATE
 
+    def known_noise(self) -> Noise | None:
+        """The noise known before this comparison: its own runs, spikes among them, must
+        not widen the scale that judges them."""
+        source = self.noise_source
+        return source.noise([], []) if isinstance(source, Pool) else source
+
     def _spike_scale(self) -> float:
         """How far worse than the incumbent's known level a run is before it is a spike
-        (0: no screen: exact samples, nothing else known of the incumbent, or not the
-        sequential rule)."""
-        noise = self.known_noise
-        if not self.sequential or not self.prior or noise is None or noise.sigma <= 0:
-            return 0.0
-        return max(noise.screen, SPIKE_SIGMAS) * noise.sigma
+        (0: no screen: not the sequential rule, nothing else known of the incumbent, or
+        exact samples). Fixed for the comparison once asked for."""
+        if self._scale is None:
+            noise = self.known_noise() if self.sequential and self.prior else None
+            sigma = noise.sigma if noise is not None else 0.0
+            self._scale = max(noise.screen, SPIKE_SIGMAS) * sigma if noise and sigma > 0 else 0.0
+        return self._scale
 
-    def _screen(self) -> tuple[list[float], list[bool]]:
-        """The reference with its spikes left out, and which samples those are.
+    def _left_out(self) -> list[bool] | None:
+        """Which reference samples are spikes, or None when none is left out.
 
         A sample worse than the level the incumbent was kept at (the median of `prior`)
         by more than the spike scale is a spike, unless two or more such samples agree
         with each other: then they are the incumbent's new level (the machine changed, or
         the samples that selected it were luckier than most), and all are taken. Once
         REFERENCE_SETTLED samples agree with the known level, the estimator itself is
-        robust to what is left, and the reference is taken whole."""
-        reference = self.reference
+        robust to what is left, and the reference is taken whole; so it is when nothing but
+        spikes is left after SPIKE_RERUNS reruns, which bounds what a comparison spends."""
         scale = self._spike_scale()
         if scale <= 0:
-            return reference, [True] * len(reference)
+            return None
         level = robust.median(self.prior)
-        keep = [gain(v, level, self.direction) >= -scale for v in reference]
-        spikes = [v for v, ok in zip(reference, keep, strict=True) if not ok]
+        spiked = [gain(v, level, self.direction) < -scale for v in self.reference]
+        spikes = [v for v, out in zip(self.reference, spiked, strict=True) if out]
         agreeing = len(spikes) >= 2 and max(spikes) - min(spikes) <= 2 * scale
-        if agreeing or sum(keep) >= REFERENCE_SETTLED:
-            return reference, [True] * len(reference)
-        return [v for v, ok in zip(reference, keep, strict=True) if ok], keep
+        kept = len(self.reference) - len(spikes)
+        if not spikes or agreeing or kept >= REFERENCE_SETTLED:
+            return None
+        if not kept and self.set_aside >= SPIKE_RERUNS:
+            return None  # nothing but spikes after the reruns: taken as they are
+        return spiked
 
-    def _spike(self, value: float) -> bool:
+    def _spike(self) -> bool:
         """The fresh run just added is left out as a spike."""
-        kept = self._screen()[1]
-        return bool(kept) and not kept[-1] and self.reference[-1] == value
+        spiked = self._left_out()
+        return spiked is not None and spiked[-1]
 
     def compared(self) -> tuple[list[float], int, int]:
         """The reference the candidate is judged against (spikes left out), how many of
-        its samples are fresh, and how many were carried from earlier comparisons."""
-        used, keep = self._screen()
+        its samples are fresh, and how many were carried from earlier comparisons: with
+        no spike, exactly the comparison's own reference, fresh and carried counts."""
+        spiked = self._left_out()
+        if spiked is None:
+            return self.reference, len(self.fresh), self.carried
+        used = [v for v, out in zip(self.reference, spiked, strict=True) if not out]
         fresh = min(len(self.fresh), len(self.reference))
-        fresh_used = sum(keep[len(keep) - fresh :]) if fresh else 0
-        carried = min(self.carried, len(used) - fresh_used)
-        return used, fresh_used, carried
+        fresh_used = fresh - sum(spiked[len(spiked) - fresh :]) if fresh else 0
+        return used, fresh_used, min(self.carried, len(used) - fresh_used)
 
     def _judge(self) -> tuple[Verdict, Look | None]:
         reference, fresh, carried = self.compared()
