@@ -5,6 +5,7 @@ never the candidate's crash or a dead end. Real subprocesses, real signals."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,7 @@ def test_a_run_killed_from_outside_once_is_made_again_and_judged(tmp_path: Path)
     assert result.exit_code == 0, result.message
     records = Ledger(repo / ".autoresearch" / "t").read()
     assert records[-1].status is Status.KEEP, records[-1]
+    assert records[-1].metric_runs == 2  # the killed run is counted: it cost its time
     logs = repo / ".autoresearch" / "t" / "logs"
     assert list(logs.glob("0001-metric-1-again.out")), sorted(p.name for p in logs.iterdir())
 
@@ -61,6 +63,40 @@ def test_a_run_killed_from_outside_twice_is_interrupted_not_a_crash(tmp_path: Pa
     assert not record.status.dead_end and not record.status.failed_or_refused
     memory = memory_text("t", "minimize", Ledger(repo / ".autoresearch" / "t").read())
     assert "SIGKILL" not in memory  # never listed to the proposer as a dead end
+
+
+# Killed from outside on its first run; on the run made again it rewrites the judge and is
+# killed too: a kill must be no cover for a tamper.
+TAMPER_ON_RETRY = """import calc, os, signal
+marks = {marks!r}
+if calc.N < 10:
+    if os.listdir(marks):
+        with open(__file__, "a") as judge:
+            judge.write("# rewritten\\n")
+    open(os.path.join(marks, str(len(os.listdir(marks)))), "w").close()
+    os.kill(os.getpid(), signal.SIGKILL)
+print(calc.N)
+"""
+
+
+def test_a_judge_rewritten_by_the_run_made_again_is_still_tampered(tmp_path: Path) -> None:
+    """The harness is checked after the run made again too, before its kill is taken
+    for what it is."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    bench = TAMPER_ON_RETRY.format(marks=str(marks))
+    repo = script_campaign(
+        tmp_path,
+        LOWER,
+        bench=bench,
+        **{"stop.max_iterations": 1, "sandbox.writable": [str(marks)]},  # type: ignore[arg-type]
+    )
+    result = Engine(load_campaign(repo)).run()
+    assert result.exit_code == 3, result.message
+    record = Ledger(repo / ".autoresearch" / "t").read()[-1]
+    assert record.status is Status.TAMPERED, record
+    assert len(os.listdir(marks)) == 2  # the first run and the one made again
+    assert (repo / "bench.py").read_text() == bench  # the checkout's judge untouched
 
 
 OWN_FAILURE = """import calc, os, signal, sys

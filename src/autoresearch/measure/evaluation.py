@@ -252,18 +252,13 @@ class Evaluator:
             self.campaign, self.tree.path
         ):
             # Ended from outside the engine (an OOM killer, another process's kill): not
-            # the candidate's doing. Made once more; a second such end stops the attempt.
+            # the candidate's doing. Made once more from the commit's files; a second such
+            # end stops the attempt (below, once the harness is checked after it too).
             out.seconds += result.seconds
+            out.runs += 1
             self.tree.settle()
             self.tree.show(commit)
-            retry = self._execute(spec, iteration, f"{stem}-again")
-            if retry.signal is not None:
-                out.failure = Status.INTERRUPTED
-                what = "metric" if spec is self.metric else "guard"
-                out.reason = f"{what} {retry.reason}, twice"
-                self.tree.settle()
-                return None
-            result = retry
+            result = self._execute(spec, iteration, f"{stem}-again")
         if spec is self.metric:
             machine.record(self.campaign.state_dir, run=stem, value=result.value)
         out.seconds += result.seconds
@@ -278,6 +273,10 @@ class Evaluator:
         if tampered:
             out.failure = Status.TAMPERED
             out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
+            return None
+        if result.signal is not None:
+            out.failure = Status.INTERRUPTED
+            out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}, twice"
             return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
