@@ -118,7 +118,6 @@ class Engine:
         self.evaluator: Evaluator | None = None
         self.holdout: Holdout | None = None
         self.halted: RunResult | None = None
-        self.kept: list[tuple[int, str]] = []  # (iteration, commit) kept during this run
 
     @property
     def rework(self) -> reworks.Rework | None:
@@ -330,8 +329,6 @@ class Engine:
         status = record.status
         if status is Status.KEEP and combined:
             status = Status.MERGED
-        if status.kept_change:
-            self.kept.append((task.iteration, record.commit or ""))
         if not runner.parallel:
             return record
         measured = isinstance(steps.outcome, Judged)
@@ -386,10 +383,12 @@ class Engine:
         return Outcome(record.iteration, record.status, metric, best, direction, memory)
 
     def _kept_since(self, commit: str) -> list[int]:
-        commits = [c for _, c in self.kept]
-        if commit in commits:
-            return [i for i, _ in self.kept[commits.index(commit) + 1 :]]
-        return [i for i, _ in self.kept]
+        """The attempts kept since `commit` was the incumbent, in the order the ledger
+        holds them (the order they were kept in)."""
+        best = [r for r in self.records if r.status.sets_best]
+        commits = [r.commit for r in best]
+        since = best[commits.index(commit) + 1 :] if commit in commits else best
+        return [r.iteration for r in since if r.status.kept_change]
 
     # -- opening and finishing ----------------------------------------------------------
 
