@@ -13,12 +13,12 @@ from the records (`pending`), so a stopped and resumed `run`, and the agent-driv
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.measure.evaluation import log_tail
 from autoresearch.proposers.base import ProposalContext
 
 FEEDBACK_LINES = 60
@@ -81,18 +81,8 @@ def left(limit: int, current: Rework | None) -> int:
 
 def guard_output(logs: Path, iteration: int) -> str:
     """The end of what the guard printed on that attempt (stdout, then stderr)."""
-    lines: list[str] = []
-    for suffix in (".out", ".err"):
-        path = logs / f"{iteration:04d}-guard{suffix}"
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, handle.tell() - TAIL_BYTES))
-                text = handle.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        lines += [line.rstrip() for line in text.splitlines() if line.strip()]
-    return "\n".join(lines[-FEEDBACK_LINES:])
+    paths = [logs / f"{iteration:04d}-guard{suffix}" for suffix in (".out", ".err")]
+    return "\n".join(log_tail(paths, TAIL_BYTES)[-FEEDBACK_LINES:])
 
 
 def context(ctx: ProposalContext, rework: Rework, limit: int) -> ProposalContext:

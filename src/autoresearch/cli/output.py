@@ -7,18 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import click
 from rich.console import RenderableType
 
 from autoresearch.cli.options import console
-
-
-class Output(Protocol):
-    def to_json(self) -> Any: ...
-
-    def lines(self) -> Iterable[RenderableType]: ...
 
 
 @dataclass(frozen=True)
@@ -30,21 +24,13 @@ class Shown:
     compact: bool = False  # one line of JSON: an answer scripts read
     markup: bool = True  # False: the lines are plain text, printed as they are
 
-    def to_json(self) -> Any:
-        return self.data
 
-    def lines(self) -> Iterable[RenderableType]:
-        return self.render()
-
-
-def emit(output: Output, as_json: bool, *, compact: bool = False) -> None:
+def emit(shown: Shown, as_json: bool) -> None:
     if as_json:
-        one_line = compact or (isinstance(output, Shown) and output.compact)
-        click.echo(json.dumps(output.to_json(), indent=None if one_line else 2))
-        return
-    if isinstance(output, Shown) and not output.markup:
-        for line in output.lines():
+        click.echo(json.dumps(shown.data, indent=None if shown.compact else 2))
+    elif shown.markup:
+        for line in shown.render():
+            console.print(line, highlight=False)
+    else:
+        for line in shown.render():
             click.echo(str(line))
-        return
-    for line in output.lines():
-        console.print(line, highlight=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -69,20 +69,26 @@ GUARD_LINES = 5  # of a failed guard's output, in the attempt's reason
 TAIL_BYTES = 16384
 
 
-def last_lines(*paths: Path) -> str:
-    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
-    failing tests' names, usually. Bounded: only the end of each log is read."""
+def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
+    """The non-empty lines at the end of each log, in turn (right-stripped). Bounded: only
+    the last `tail_bytes` of each are read; a log that cannot be read is skipped."""
     lines: list[str] = []
     for path in paths:
         try:
             with open(path, "rb") as handle:
                 handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, handle.tell() - TAIL_BYTES))
+                handle.seek(max(0, handle.tell() - tail_bytes))
                 text = handle.read().decode("utf-8", errors="replace")
         except OSError:
             continue
-        lines += [line.strip() for line in text.splitlines() if line.strip()]
-    shown = [line[:200] for line in lines[-GUARD_LINES:]]
+        lines += [line.rstrip() for line in text.splitlines() if line.strip()]
+    return lines
+
+
+def last_lines(*paths: Path) -> str:
+    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
+    failing tests' names, usually."""
+    shown = [line.strip()[:200] for line in log_tail(paths)[-GUARD_LINES:]]
     return ("; last lines: " + " | ".join(shown)) if shown else ""
 
 
