@@ -117,3 +117,18 @@ def test_the_candidate_s_own_failure_is_still_a_crash(tmp_path: Path, code: str)
     assert record.status is Status.CRASH, record
     logs = repo / ".autoresearch" / "t" / "logs"
     assert not list(logs.glob("*-again.*"))
+
+
+@pytest.mark.parametrize(
+    ("returncode", "signal_number"),
+    [(137, 9), (143, 15), (129, 1), (-9, 9), (-15, 15), (139, None), (-11, None), (1, None),
+     (3, None), (0, None), (None, None)],
+)  # fmt: skip
+def test_which_exit_statuses_are_an_end_from_outside(
+    returncode: int | None, signal_number: int | None
+) -> None:
+    """SIGKILL, SIGTERM and SIGHUP (the shell's 128 + N, or -N) come from outside; a crash
+    signal (SIGSEGV) or an exit code is the candidate's own."""
+    from autoresearch.executors.local import signal_from_outside
+
+    assert signal_from_outside(returncode) == signal_number

@@ -82,12 +82,12 @@ def run_attempt(place: Place, task: Task) -> Ran:
     if queued is not None and queued.again is not None:
         return _measure_again(place, task, queued.again.steps)
     rework = queued.rework if queued is not None else None
-    approved = queued is not None and queued.why is Why.APPROVED
+    approved = queued.record if queued is not None and queued.why is Why.APPROVED else None
     steps = Steps(
         task.iteration,
         task.began,
         rework_of=rework.of if rework else None,
-        approval_of=queued.record.iteration if approved and queued and queued.record else None,
+        approval_of=approved.iteration if approved else None,
     )
     try:
         _ready(place, task.start.commit)
@@ -117,7 +117,7 @@ def run_attempt(place: Place, task: Task) -> Ran:
         if screened is None:
             _check_cancelled(place)  # what screening found stands, cancelled or not
         outcome = screened or _stopped(
-            place, _measure(place, task, collected, rework, approved=approved)
+            place, _measure(place, task, collected, rework, approved=approved is not None)
         )
         steps = replace(steps, outcome=outcome)
         place.workspace.check()
