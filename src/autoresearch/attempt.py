@@ -217,7 +217,10 @@ class AttemptRecord:
     """One line of the ledger.
 
     `delta` and `best` belong to attempts the engine saw through (`closed`); the baseline
-    and an attempt found in flight after a crash carry neither.
+    and an attempt found in flight after a crash carry neither. Both follow the comparison
+    that judged the candidate: `delta` is its judged level minus the best before, and a
+    keep's `best` is that level, never worse than the best before (a simplification,
+    kept as equal, leaves it).
     """
 
     iteration: int
@@ -399,6 +402,14 @@ class AttemptRecord:
         return out
 
     # -- reading helpers ----------------------------------------------------------------
+
+    @property
+    def best_after(self) -> float | None:
+        """The best once this record is in: its `best`, or for a record without one (the
+        baseline) its metric. A keep's best is the level its comparison judged it at, which
+        is its metric under the one-sample rules and may differ from it under
+        `sequential`."""
+        return self.best if self.best is not None else self.metric
 
     @property
     def cost_usd(self) -> float:

@@ -103,9 +103,15 @@ def test_one_spiked_re_measurement_never_becomes_the_reference(tmp_path: Path, n
     assert spiked.status is not Status.KEEP, spiked
     assert by_iteration[3].status is Status.KEEP, by_iteration[3]
     # The recorded best never moves backwards, and ends at the honest level of two gains.
-    bests = [r.best for r in records[1:] if r.best is not None]
-    assert all(later <= earlier + 1.0 for earlier, later in itertools.pairwise(bests)), bests
-    assert abs(bests[-1] - 81.0) < 1.5, bests
+    bests = [r.best_after for r in records]
+    assert all(b is not None for b in bests), bests
+    assert all(later <= earlier for earlier, later in itertools.pairwise(bests)), bests  # type: ignore[operator]
+    assert abs(bests[-1] - 81.0) < 1.5, bests  # type: ignore[operator]
+    for record in records[1:]:
+        if record.status is Status.KEEP:  # best = the best before + the judged delta
+            assert record.previous_best is not None and record.delta is not None
+            assert record.delta < 0 and record.best is not None
+            assert abs(record.best - (record.previous_best + record.delta)) < 1e-9
     report = verify_campaign(repo, repo / ".autoresearch" / "toy", "toy")
     assert report.ok, report.problems
 

@@ -38,7 +38,13 @@ from autoresearch.engine.lifecycle import (
 from autoresearch.engine.merging import alone, merged
 from autoresearch.engine.procedure import Place, Ran, Task, release
 from autoresearch.engine.queue import CandidateQueue, Queued, Why
-from autoresearch.engine.recording import Judged, Steps, attempt_record, baseline_record
+from autoresearch.engine.recording import (
+    Judged,
+    Steps,
+    attempt_record,
+    baseline_record,
+    kept_level,
+)
 from autoresearch.engine.screening import Rules
 from autoresearch.engine.slots import (
     Inline,
@@ -354,7 +360,9 @@ class Engine:
         assert collected is not None and collected.commit is not None
         self.workspace.advance(collected.commit, self.incumbent.commit)
         tree = collected.candidate.tree
-        self.incumbent = Incumbent(collected.commit, tree, outcome.measured.metric)
+        direction = str(self.cfg.metric.direction)
+        best = kept_level(self.incumbent.metric, outcome.measured, direction)
+        self.incumbent = Incumbent(collected.commit, tree, best)
         assert self.evaluator is not None
         self.evaluator.kept(collected.commit)
 
@@ -415,7 +423,7 @@ class Engine:
         validate_proposer(proposer, self.workspace.path)
         resumed = bool(self.records)
         self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)
-        best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
+        best = next((r.best_after for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
         evaluator = self.evaluator = Evaluator(
             self.campaign,

@@ -29,6 +29,7 @@ from autoresearch.stats import robust
 from autoresearch.stats.auto_rule import describe
 from autoresearch.stats.decide import (
     WANTED_GAIN_PCT,
+    Look,
     Pool,
     Rule,
     Side,
@@ -59,6 +60,9 @@ class Evaluation:
     secondary: Samples = field(default_factory=dict)
     incumbent_secondary: Samples = field(default_factory=dict)
     last: dict[str, float] = field(default_factory=dict)  # the last run's, until filed
+    # The look the rule decided at (None: the comparison was cut short, or a baseline):
+    # the candidate's judged level, which the recorded best and delta follow.
+    look: Look | None = None
 
     @property
     def metric(self) -> float | None:
@@ -383,6 +387,7 @@ class Evaluator:
                 _add(out.secondary, out.last)
             test.add(value)
         out.verdict = test.verdict
+        out.look = test.look
         out.reason = explain(self.rule, test.verdict, test.look)
         return out
 

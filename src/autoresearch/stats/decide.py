@@ -358,6 +358,30 @@ class Look(NamedTuple):
     ref_mean: float = 0.0  # the reference's mean, for relative gains and min_delta
     threshold: float | None = None  # the gain to beat (threshold and repeats rules)
     bar: float | None = None  # the drop bar on z this look was judged at (sequential)
+    level: float = 0.0  # the candidate's location, as the gain was taken from it
+
+
+def judged_level(best: float, look: Look) -> float:
+    """The candidate's level as its comparison judged it, on the scale of the recorded best
+    `best`: the best moved by the judged gain, as a share of the reference where the two have
+    the same sign (a timing's gain scales with the machine's speed when it was measured),
+    in units otherwise. Against a reference that is the best itself (one-sample rules,
+    `repeats`) it is exactly the candidate's own location."""
+    reference, level = look.ref_mean, look.level
+    if reference == best:
+        return level
+    moved = level - reference
+    if reference and best and (reference > 0) == (best > 0):
+        moved *= best / reference
+    return best + moved
+
+
+def kept_best(best: float, look: Look, direction: str) -> float:
+    """The recorded best once the rule kept the candidate of `look`: its judged level. A
+    keep's gain is positive, so this never moves the best against `direction`; the bound
+    only absorbs rounding."""
+    level = judged_level(best, look)
+    return best if gain(level, best, direction) < 0 else level
 
 
 def judge(
@@ -393,23 +417,29 @@ def judge(
     if rule.name == "sequential" and rule.estimator != "mean":
         sigma = noise.sigma if noise is not None else 0.0
         ref_mean = robust.location(reference, rule.estimator, direction, sigma)
-        g = gain(robust.location(candidate, rule.estimator, direction, sigma), ref_mean, direction)
-        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+        level = robust.location(candidate, rule.estimator, direction, sigma)
+        g = gain(level, ref_mean, direction)
+        return _sequential(
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+        )
     ref_mean = _mean(reference)
-    g = gain(_mean(candidate), ref_mean, direction)
+    level = _mean(candidate)
+    g = gain(level, ref_mean, direction)
     if rule.name == "sequential":
-        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+        return _sequential(
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+        )
     if rule.name == "strict":
-        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0)
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0, level=level)
         return (Verdict.KEEP if g > 0 else Verdict.DISCARD), look
     threshold = rule.min_delta_abs(ref_mean)
     if rule.name == "repeats":
         if k < rule.repeats:
-            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean)
+            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean, level=level)
         var_c = statistics.variance(candidate) if k > 1 else 0.0
         var_i = statistics.variance(reference) if n > 1 else 0.0
         threshold = max(threshold, 2 * math.sqrt(var_c / k + var_i / n))
-    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold)
+    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold, level=level)
     return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
 
 
@@ -424,13 +454,14 @@ def _sequential(
     carried: int,
     efficacy: float | None,
     open_walk: bool,
+    level: float,
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
     done = k >= max_samples and fresh >= max_samples
     if noise is None or noise.sigma <= 0:
         # Exact samples: only min_delta and drift are left to rule out.
-        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta)
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta, level=level)
         if g <= delta:
             return Verdict.DISCARD, look
         if open_walk:
@@ -444,13 +475,13 @@ def _sequential(
     se = noise.sigma * factor
     z = g / se
     if open_walk:
-        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar)
+        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level)
         return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
     if efficacy is None:
         # The boundary stays fixed through a comparison, as calibrated: it follows the
         # noise estimate's degrees of freedom before this comparison's samples joined it.
         efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried, noise.screen)
-    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar, level)
     if fresh >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP, look
     if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:

@@ -104,7 +104,7 @@ function drawChart(records) {
   let best = null, path = "";
   for (const r of records) {
     if (best !== null) path += " L " + sx(r.iteration) + " " + sy(best);
-    if (look(r.status).sets_best && r.metric !== null) best = r.metric;
+    if (look(r.status).sets_best && r.metric !== null) best = r.best ?? r.metric;
     if (best !== null) path += (path ? " L " : "M ") + sx(r.iteration) + " " + sy(best);
   }
   svg.appendChild(el("path", {d: path, fill: "none", stroke: "#2ca02c", "stroke-width": 2,
