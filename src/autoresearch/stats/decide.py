@@ -701,7 +701,7 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     bar = look.bar if look.bar is not None else drop_bar(look.reference)
     if z <= bar:
         if k == 1:
-            return f"{first} {relative} than the incumbent (z {z:.2f} <= {bar:g})"
+            return _screened(look, bar)
         return f"z {z:.2f} <= {bar:g} {runs}: not better"
     delta = look.threshold or 0.0
     if delta > 0 and g + efficacy * (g / z) <= delta:
@@ -709,6 +709,33 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     if k >= rule.max_samples and look.fresh >= rule.max_samples:
         return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
     return f"z {z:.2f} < futility bar {look.futility * efficacy:.2f} {runs}"
+
+
+def _screened(look: Look, bar: float) -> str:
+    """Why a candidate was dropped after one run: how much worse it was, and how much worse
+    a first run may look at this noise (the screen's bar times the standard error), with
+    the noise of one run beside it, so that a drop inside the metric's own spread reads as
+    what it is."""
+    g, z, reference = look.gain, look.z or 0.0, look.ref_mean
+    se = g / z if z else 0.0
+    sigma = se / math.sqrt(1 / look.candidate + 1 / look.reference)
+    worse = _relative(g, reference)
+    statistic = f"z {z:.2f} <= {bar:g}, one run's noise {_size(sigma, reference)}"
+    allowed = -bar * se
+    if allowed <= 0:
+        return f"screened out after 1 run: {worse}; the screen allows no loss ({statistic})"
+    return (
+        f"screened out after 1 run: {worse}, beyond the {_size(allowed, reference)} spread "
+        f"the screen allows at this noise ({statistic})"
+    )
+
+
+def _size(amount: float, reference: float) -> str:
+    """An amount as a share of the reference ("2.1%"), or in units when the reference is 0."""
+    if not reference:
+        return f"{abs(amount):.3g}"
+    pct = 100 * abs(amount) / abs(reference)
+    return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def _relative(g: float, reference: float) -> str:
