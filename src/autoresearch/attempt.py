@@ -219,8 +219,8 @@ class AttemptRecord:
     `delta` and `best` belong to attempts the engine saw through (`closed`); the baseline
     and an attempt found in flight after a crash carry neither. Both follow the comparison
     that judged the candidate: `delta` is its judged level minus the best before, and a
-    keep's `best` is that level, never worse than the best before (a simplification,
-    kept as equal, leaves it).
+    keep's `best` is that level, no better than its own runs and never worse than the best
+    before (a simplification, kept as equal, leaves it).
     """
 
     iteration: int

@@ -377,10 +377,18 @@ def judged_level(best: float, look: Look) -> float:
 
 
 def kept_best(best: float, look: Look, direction: str) -> float:
-    """The recorded best once the rule kept the candidate of `look`: its judged level. A
-    keep's gain is positive, so this never moves the best against `direction`; the bound
-    only absorbs rounding."""
-    level = judged_level(best, look)
+    """The recorded best once the rule kept the candidate of `look`: the level its
+    comparison judged it at, but never better than its own runs' location, and never worse
+    than `best`.
+
+    Both bounds keep the number honest. The judged gain is measured against the
+    incumbent's reference, which a burst of contention can inflate (and the gains chained
+    from keep to keep would carry every such error on); the candidate's own location is
+    what its runs showed, on the machine as it was then (slower after a neighbour started,
+    which may leave the best where it was). The worse of the two is recorded, and a keep
+    never moves the best against `direction`."""
+    judged = judged_level(best, look)
+    level = judged if gain(judged, look.level, direction) < 0 else look.level
     return best if gain(level, best, direction) < 0 else level
 
 
