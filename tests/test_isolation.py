@@ -77,7 +77,7 @@ PROPOSER_PIPES = "none: the engine waits on pipes the proposer's daemon holds"
 PROPOSER_ENV = "none: the proposer reads the engine's environment through /proc"
 SOCKETS = "none: commands reach the user's daemons through their unix sockets"
 ABSTRACT = (
-    "with the network on (always for a proposer) and no Landlock scope, the host's abstract "
+    "with the network on (a proposer's by default) and no Landlock scope, the host's abstract "
     "unix sockets are as reachable as its loopback services"
 )
 

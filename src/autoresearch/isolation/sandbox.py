@@ -355,13 +355,17 @@ def isolation_text(isolation: str) -> str:
 def sockets_text(isolation: str) -> str:
     """What `check` says of the host's abstract unix sockets (an X server's, some buses'),
     which no mount covers: out of reach inside a Landlock scope, otherwise reachable
-    whenever the network is on (always for a proposer)."""
+    whenever the network is on (a proposer's too, unless `[proposer] network` is "off" or
+    "allow")."""
     if isolation == "none" or bwrap_problem() is not None:
         return "reachable with the network on (no sandbox)"
     scope = landlock.scoping_problem(tuple(_probe("bwrap")))
     if scope is None:
         return "out of reach (Landlock scope around bubblewrap)"
-    return f"reachable with the network on, always for a proposer ({scope})"
+    return (
+        "reachable with the network on, a proposer's too unless its network is "
+        f'"off" or "allow" ({scope})'
+    )
 
 
 @lru_cache(maxsize=16)
