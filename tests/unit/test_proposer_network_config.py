@@ -75,6 +75,15 @@ def test_check_says_when_the_proposer_can_reach_any_host(tmp_path: Path, invoke:
     assert "the proposer can reach any host" in result.stdout
 
 
+def test_a_run_says_when_the_proposer_can_reach_any_host(tmp_path: Path, invoke: Runner) -> None:
+    repo = repo_with(tmp_path, {}, **{"stop.max_iterations": 1})
+    result = invoke(repo, "run", "--plain")
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert said.count("the proposer can reach any host") == 1
+    assert 'set network = "allow" with allow_hosts' in said
+
+
 @needs_bwrap
 def test_each_proposer_of_a_chain_is_listed(tmp_path: Path, invoke: Runner) -> None:
     (tmp_path / "propose.sh").write_text("echo hi\n")
