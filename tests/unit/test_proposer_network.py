@@ -52,7 +52,10 @@ def tunnel(target, payload):
     if not head.startswith(b"HTTP/1.1 200"):
         return "refused: " + head.split(b"\r\n")[0].decode()
     sock.sendall(payload)
-    return sock.recv(65536).decode(errors="replace")
+    reply = b""
+    while chunk := sock.recv(65536):  # the server closes after its answer
+        reply += chunk
+    return reply.decode(errors="replace")
 
 def direct(port):
     sock = socket.create_connection(("127.0.0.1", port), timeout=3)

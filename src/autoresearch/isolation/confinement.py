@@ -137,6 +137,7 @@ class Confinement:
     share: tuple[Path, ...] = ()  # shared paths of the checkout: readable
     deny_read: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()  # `[sandbox] writable`
+    home_readable: tuple[str, ...] = ()  # `[sandbox] home_readable`
 
     @property
     def isolating(self) -> bool:
@@ -181,6 +182,7 @@ class Confinement:
             readonly=(*objects, *self.share, *readonly, *relay_paths(network)),
             writable=(*self.writable, *(p.resolve() for p in extra)),
             network=network.mode == "on",
+            home_readable=self.home_readable,
         )
         sandbox = self.sandbox
         proxy = None
@@ -244,6 +246,7 @@ def confinement_for(
     share: Iterable[str] = (),
     deny_read: Iterable[str] = (),
     writable: Iterable[str] = (),
+    home_readable: Iterable[str] = (),
 ) -> Confinement:
     """The confinement `[sandbox] isolation` asks for ("bwrap" without bubblewrap raises
     ConfigError; "auto" without it confines only the environment: the executor warns)."""
@@ -256,4 +259,5 @@ def confinement_for(
         share=shared_paths(root, share),
         deny_read=user_paths(deny_read),
         writable=user_paths(writable),
+        home_readable=tuple(home_readable),
     )
