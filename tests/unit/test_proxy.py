@@ -267,6 +267,30 @@ def test_an_idle_tunnel_and_a_silent_client_are_closed(tmp_path: Path, echo: Ech
         proxy.close()
 
 
+def test_a_head_sent_a_byte_at_a_time_is_cut_at_its_time(tmp_path: Path, echo: Echo) -> None:
+    proxy = proxy_for(tmp_path, f"127.0.0.1:{echo.port}", head_seconds=1.0)
+    try:
+        sock = connect_unix(str(proxy.path), 5)
+        began = time.monotonic()
+        reply = b""
+        for byte in b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                break
+            sock.settimeout(0.3)
+            try:
+                reply = sock.recv(1000)
+            except TimeoutError:
+                continue
+            break
+        assert reply.startswith(b"HTTP/1.1 400") and time.monotonic() - began < 10
+        sock.close()
+    finally:
+        proxy.close()
+    assert echo.connections == 0
+
+
 def test_closing_the_proxy_ends_its_tunnels(tmp_path: Path, echo: Echo) -> None:
     proxy = proxy_for(tmp_path, f"127.0.0.1:{echo.port}")
     tunnel, reply = ask(proxy, f"CONNECT 127.0.0.1:{echo.port} HTTP/1.1\r\n\r\n".encode())

@@ -21,6 +21,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,9 +269,8 @@ class Proxy:
             if not self._track(client):
                 client.close()
                 return
-            client.settimeout(self.head_seconds)
             try:
-                head, early = _read_head(client)
+                head, early = _read_head(client, self.head_seconds)
                 method, host, port, forward = _request(head)
                 target = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
                 if not self.network.admits(host, port):
@@ -295,7 +295,7 @@ class Proxy:
                 return
             with self._lock:
                 self.tally.allowed += 1
-            self._note(f"{method} {target}")
+            self._note(f"{method} {shown(target)}")
             try:
                 if method == "CONNECT":
                     client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -357,15 +357,21 @@ class Proxy:
         self._log.flush()
 
 
-def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
-    """The request's line and headers, and what came after them; at most MAX_HEAD bytes."""
+def _read_head(sock: socket.socket, seconds: float) -> tuple[bytes, bytes]:
+    """The request's line and headers, and what came after them: at most MAX_HEAD bytes,
+    within `seconds` in all (a byte now and then does not keep it open)."""
     data = bytearray()
+    deadline = time.monotonic() + seconds
     while True:
         end = data.find(b"\r\n\r\n")
         if end >= 0:
             return bytes(data[: end + 4]), bytes(data[end + 4 :])
         if len(data) > MAX_HEAD:
             raise ValueError(f"the request head is longer than {MAX_HEAD} bytes")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request head did not come in time")
+        sock.settimeout(left)
         chunk = sock.recv(CHUNK if len(data) < MAX_HEAD else 1)
         if not chunk:
             raise EOFError("the connection closed before the request head ended")
