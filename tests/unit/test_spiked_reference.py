@@ -135,6 +135,20 @@ def test_a_lone_spike_after_a_keep_is_answered_with_another_run_and_left_out() -
     assert reference == [90.2] and fresh == 1
 
 
+def test_a_spike_the_size_of_the_campaign_s_typical_spike_is_still_left_out() -> None:
+    """A campaign that spikes often (its first-sample screen at 16 sigmas) still answers a
+    re-measurement 30 sigmas worse than the incumbent's level with another run: the
+    spike scale stays at 4 robust sigmas, so the spikes the campaign is used to are not
+    taken as the reference."""
+    spiky = Noise(1.0, 30, screen=16.0)
+    test = Comparison(SEQUENTIAL, "minimize", (), spiky, 0, prior=[90.0])
+    test.add(105.0)  # 15 sigmas worse: inside the screen's step, far beyond 4 sigmas
+    assert test.next() is Side.INCUMBENT
+    test.add(90.5)
+    assert test.next() is Side.CANDIDATE
+    assert test.compared()[0] == [90.5]
+
+
 def test_runs_that_agree_are_the_incumbent_s_new_level() -> None:
     test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
     test.add(120.0)

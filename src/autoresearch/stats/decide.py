@@ -135,9 +135,11 @@ REFERENCE_MIN = 1
 # A reference this short is screened against the incumbent's known level: one spiked run
 # would move any estimator of so few samples.
 REFERENCE_SETTLED = 3
-# How far worse than the incumbent's known level (in robust sigmas, at least) a fresh run
-# is before it is taken for a spike, and how many such runs one comparison sets aside
-# (each answered with another run) before it takes them as the incumbent's new level.
+# How far worse than the incumbent's known level (in robust sigmas) a fresh run is before
+# it is taken for a spike, and how many such runs one comparison sets aside (each answered
+# with another run) before it takes them as the incumbent's new level. Not widened to the
+# campaign's typical spike (the first-sample screen's step): on a campaign that spikes
+# often, that step grows to the spikes' own size and would let every one of them through.
 SPIKE_SIGMAS = 4.0
 SPIKE_RERUNS = 2
 
@@ -626,7 +628,7 @@ class Comparison:
         if self._scale is None:
             noise = self.known_noise() if self.sequential and self.prior else None
             sigma = noise.sigma if noise is not None else 0.0
-            self._scale = max(noise.screen, SPIKE_SIGMAS) * sigma if noise and sigma > 0 else 0.0
+            self._scale = SPIKE_SIGMAS * sigma if noise and sigma > 0 else 0.0
         return self._scale
 
     def _left_out(self) -> list[bool] | None:
