@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.cli.probe import GpuView, frameworks_named, interpreter, probe, read_harness
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
@@ -64,6 +65,8 @@ class CheckReport:
     home: str = ""  # what a sandboxed command sees of the home folder
     keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
     limits: str = ""
+    gpu: GpuView | None = None  # what the metric sees of the GPU
+    devices: str = '"auto"'  # [sandbox] devices, as written
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
     max_samples: int = 8  # [decision] max_samples
@@ -142,6 +145,13 @@ def decision_text(cfg: CampaignConfig) -> str:
     )
 
 
+def devices_text(devices: str | list[str]) -> str:
+    """`[sandbox] devices` as the config file writes it."""
+    if isinstance(devices, str):
+        return f'"{devices}"'
+    return "[" + ", ".join(f'"{d}"' for d in devices) + "]"
+
+
 def proposer_check(
     proposer: Proposer | None, kind: str, workspace: Path, offline: bool
 ) -> ProposerCheck:
@@ -209,6 +219,19 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         spec = metric_spec(cfg.metric, limits)
+        report.devices = devices_text(cfg.sandbox.devices)
+        if cfg.metric.command is not None:
+            report.gpu = probe(
+                executor,
+                workspace=scratch,
+                env=env,
+                log_stem=logs / "check-gpu",
+                limits=limits,
+                listed=executor.devices,
+                python=interpreter(cfg.metric.command),
+            )
+            named = [cfg.metric.command, cfg.guard.command if cfg.guard else ""]
+            report.gpu.frameworks = frameworks_named(named + read_harness(scratch, report.harness))
         readings = Readings(cfg.metrics, cfg.metric.score)
         if cfg.metric.score is not None:
             spec = replace(spec, parse=False)

@@ -69,7 +69,7 @@ def configured_devices(setting: str | Iterable[str], source: str) -> tuple[Path,
     "none", or a list of nodes (a folder stands for the nodes in it). A listed path that is
     no device node is refused (ConfigError)."""
     if setting == "auto":
-        return detect_devices()
+        return detect_devices(DEV)
     if setting == "none" or isinstance(setting, str):
         return ()
     found: list[Path] = []
