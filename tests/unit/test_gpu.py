@@ -483,3 +483,61 @@ def test_an_ordinary_crash_keeps_its_exit_code_reason(tmp_path: Path) -> None:
         executor(tmp_path, isolation="none"), tmp_path, "echo 'MemoryError' >&2; exit 3"
     )
     assert measured.reason == "exited with code 3: MemoryError"
+
+
+@needs_root
+@needs_bwrap
+def test_slots_of_a_campaign_open_only_their_gpus_and_record_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autoresearch.config import load_campaign
+    from autoresearch.engine import Engine
+    from autoresearch.store.ledger import Ledger
+    from campaigns import script_campaign
+
+    dev = tmp_path / "dev"
+    for name in ("nvidia0", "nvidia1", "nvidiactl"):
+        node(dev / name)
+    stand_in_smi(tmp_path / "bin", monkeypatch, TABLE)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    bench = (
+        "import os, calc\n"
+        f"for name in sorted(os.listdir({str(dev)!r})):\n"
+        "    try:\n"
+        f"        os.close(os.open(os.path.join({str(dev)!r}, name), os.O_RDONLY))\n"
+        "        print('node', name)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('visible', os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
+        "print(calc.N)\n"
+    )
+    repo = script_campaign(
+        tmp_path,
+        'sed -i "s/^N = .*/N = $AUTORESEARCH_ITERATION/" calc.py\nsleep 0.2\n',
+        bench=bench,
+        **{
+            "executor.gpus": [0, 1],
+            "sandbox.isolation": "bwrap",
+            "sandbox.devices": [str(dev)],
+            "stop.max_iterations": 4,
+        },
+    )
+    result = Engine(load_campaign(repo), jobs=2).run()
+    assert result.exit_code == 0, result.message
+    state = repo / ".autoresearch" / "t"
+    slot_of = {r.iteration: r.slot for r in Ledger(state).read()}
+    machine = [json.loads(line) for line in (state / "machine.jsonl").read_text().splitlines()]
+    mine = {0: ("nvidia0", "GPU-aaaa0000"), 1: ("nvidia1", "GPU-bbbb1111")}
+    seen = set()
+    for line in machine:
+        iteration = int(line["run"][:4])
+        if not iteration:
+            continue
+        slot = slot_of[iteration]
+        out = (state / "logs" / f"{line['run']}.out").read_text().split("\n")
+        own, uuid = mine[slot]
+        assert [x for x in out if x.startswith("node")] == [f"node {own}", "node nvidiactl"]
+        assert f"visible {uuid}" in out
+        assert [g["uuid"] for g in line["gpus"]] == [uuid]
+        seen.add(slot)
+    assert seen == {0, 1}
