@@ -52,7 +52,7 @@ def test_demo_train_example_lowers_the_validation_loss_on_the_cpu(
         json.loads(line)
         for line in (target / ".autoresearch/train/ledger.jsonl").read_text().splitlines()
     ]
-    assert [r["status"] for r in records][0] == "baseline" and len(records) == 5
+    assert records[0]["status"] == "baseline" and len(records) == 5
     # Seeded NumPy training repeats exactly: one run per attempt decides.
     assert len(set(records[0]["samples"])) == 1 and len(records[0]["samples"]) == 4
     status = json.loads(cli(target, "status", "--json").stdout)
