@@ -429,7 +429,7 @@ def test_the_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         measured, _ = run(ex, tmp_path, "true")
         assert measured.ok
         assert 1.0 <= time.monotonic() - start < 10
-        assert 1.0 <= measured.hygiene["gpu_wait_s"] < 5
+        assert 1.0 <= measured.hygiene["gpu_wait_s"] < 8
     finally:
         os.kill(int(apps.read_text()), 9)
 
@@ -443,7 +443,8 @@ def test_no_wait_for_a_process_the_gpu_does_not_list(
         apps.write_text("")  # still alive, but holding no GPU
         start = time.monotonic()
         measured, _ = run(ex, tmp_path, "true")
-        assert time.monotonic() - start < 3 and "gpu_wait_s" not in measured.hygiene
+        # No wait (the bound is 30 s); the time allows for a loaded machine.
+        assert "gpu_wait_s" not in measured.hygiene and time.monotonic() - start < 15
     finally:
         os.kill(left, 9)
 
@@ -541,3 +542,37 @@ def test_slots_of_a_campaign_open_only_their_gpus_and_record_them(
         assert [g["uuid"] for g in line["gpus"]] == [uuid]
         seen.add(slot)
     assert seen == {0, 1}
+
+
+@needs_root
+@needs_bwrap
+def test_a_proposers_commands_open_the_listed_nodes_too(tmp_path: Path) -> None:
+    from autoresearch.isolation.confinement import confinement_for
+    from autoresearch.isolation.process import run_command
+    from autoresearch.testing.repo import make_repo
+
+    listed, other = node(tmp_path / "gpu" / "nvidia0"), node(tmp_path / "other" / "nvidia1")
+    checkout = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    workspace = checkout / ".autoresearch" / "c" / "workspace"
+    workspace.mkdir(parents=True)
+    confinement = confinement_for(
+        "bwrap",
+        "autoresearch.toml",
+        state_dir=checkout / ".autoresearch" / "c",
+        root=checkout,
+        objects=None,
+        devices=[str(listed)],
+    )
+    confined = confinement.prepare(workspace, dict(os.environ))
+    result = run_command(
+        f"for f in {listed} {other}; do (: < $f) 2>/dev/null && echo open $f; done; true",
+        cwd=workspace,
+        env=confined.env,
+        timeout=20,
+        stdout_path=tmp_path / "out",
+        stderr_path=tmp_path / "err",
+        wrap=confined.wrap,
+        child_setup=confined.child_setup,
+    )
+    assert result.returncode == 0, (tmp_path / "err").read_text()
+    assert (tmp_path / "out").read_text() == f"open {listed}\n"
