@@ -13,7 +13,7 @@ import pytest
 
 from autoresearch.isolation.sandbox import bwrap_problem
 from campaigns import campaign_toml
-from conftest import Runner, make_repo
+from conftest import Runner, git, make_repo
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=str(bwrap_problem()))
 
@@ -106,24 +106,29 @@ def test_a_metric_that_names_torch_and_sees_no_device_is_warned(
     assert 'gpu devices: none (sandbox.devices = "none")' in result.stdout
     assert "torch.cuda.is_available(): False" in result.stdout
     (warning,) = [line for line in result.stdout.splitlines() if line.startswith("warning:")]
-    assert "names torch but sees no GPU device node" in warning
+    assert "the metric's code names torch but sees no GPU device node" in warning
     data = json.loads(invoke(toy, "check", "--json", env=tools(tmp_path / "2")).stdout)["gpu"]
     assert data["warning"] and data["frameworks"] == ["torch"]
 
 
 @pytest.mark.parametrize(
-    "where",
+    "where,named",
     [
-        {"metric.command": "python bench.py --device cuda"},
-        {"guard.command": "python -c 'import jax'"},
+        ({"metric.command": "python bench.py --device cuda"}, ["cuda"]),
+        ({"guard.command": "python -c 'import jax'"}, ["jax"]),
+        ({"scope": ["calc.py", "model.py"]}, ["tensorflow"]),
     ],
 )
-def test_the_framework_is_found_in_the_commands_too(
-    tmp_path: Path, invoke: Runner, where: dict[str, str]
+def test_the_framework_is_found_in_the_commands_and_the_code_in_scope(
+    tmp_path: Path, invoke: Runner, where: dict[str, object], named: list[str]
 ) -> None:
     toy = repo(tmp_path, BENCH, **{"sandbox.devices": "none", **where})
+    # model.py names tensorflow: read only when it is in scope.
+    (toy / "model.py").write_text("import tensorflow as tf\n")
+    git(toy, "add", "model.py")
+    git(toy, "commit", "-qm", "a model")
     data = json.loads(invoke(toy, "check", "--json").stdout)["gpu"]
-    assert data["warning"] and data["frameworks"] in (["cuda"], ["jax"])
+    assert data["frameworks"] == named and data["warning"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")

@@ -14,7 +14,7 @@ from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.executors.base import OK, executor_setup
-from autoresearch.gitcmd import Git
+from autoresearch.gitcmd import Git, workspace_files
 from autoresearch.isolation.process import Limits
 from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.isolation.sandbox import (
@@ -30,6 +30,7 @@ from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Proposer
+from autoresearch.scope import PathMatcher
 from autoresearch.stats.auto_rule import recommend
 from autoresearch.stats.decide import Noise, Rule, detectable_gain
 from autoresearch.stats.robust import robust_sigma
@@ -38,6 +39,8 @@ from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 # What `check` says before it knows: `run_check` replaces it with the isolation in force
 # for the metric and guard (`sandbox.isolation_text`).
 ISOLATION = "none"
+# Files in scope read for the name of a GPU framework (the first ones, by path).
+SCOPE_FILES_READ = 200
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,12 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
                 python=interpreter(cfg.metric.command),
             )
             named = [cfg.metric.command, cfg.guard.command if cfg.guard else ""]
-            report.gpu.frameworks = frameworks_named(named + read_harness(scratch, report.harness))
+            # The harness runs the code in scope: a training loop there names its framework.
+            scope = PathMatcher(cfg.scope)
+            code = [p for p in workspace_files(scratch) if scope.matches(p)][:SCOPE_FILES_READ]
+            report.gpu.frameworks = frameworks_named(
+                named + read_harness(scratch, [*report.harness, *code])
+            )
         readings = Readings(cfg.metrics, cfg.metric.score)
         if cfg.metric.score is not None:
             spec = replace(spec, parse=False)

@@ -52,7 +52,8 @@ class GpuView:
     visible: str | None = None  # CUDA_VISIBLE_DEVICES as the command gets it
     torch: str = "absent"  # "absent", "True", "False", or "error <name>"
     torch_devices: int = 0
-    frameworks: list[str] = field(default_factory=list)  # named by metric, guard, harness
+    # named by the metric or guard command, the harness or the files in scope
+    frameworks: list[str] = field(default_factory=list)
     problem: str = ""  # the probe itself failed
 
     @property
@@ -67,13 +68,14 @@ class GpuView:
         names = ", ".join(self.frameworks)
         if not self.devices:
             return (
-                f"the metric names {names} but sees no GPU device node (sandbox.devices = "
+                f"the metric's code names {names} but sees no GPU device node (sandbox.devices = "
                 f"{setting}): it will run on the CPU, if at all; on a GPU machine check the "
                 'driver and devices, or set isolation = "none" to compare'
             )
         if self.torch_cuda is False:
             return (
-                f"the metric names {names} and sees {len(self.devices)} GPU device node(s), "
+                f"the metric's code names {names} and sees {len(self.devices)} GPU device "
+                "node(s), "
                 "but torch.cuda.is_available() is False there"
             )
         return None
