@@ -319,6 +319,10 @@ class Engine:
             message = f"campaign halted: {stored.reason}"
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
+        if ran.disk_full and self.halted is None:
+            message = f"campaign halted, the disk is full: {stored.reason}; free space and resume"
+            self.halted = RunResult(StopReason.DISK_FULL, EXIT_FAILED, {}, message)
+            runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
             raise ran.stopped_by
 
@@ -488,7 +492,7 @@ class Engine:
             self.queue.push(Queued(Why.REWORK, rework=rework))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
-        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
             final = holdout.final(self.incumbent.commit, self.records[0].commit)
