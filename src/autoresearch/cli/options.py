@@ -13,13 +13,13 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from autoresearch.config import CONFIG_FILE
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import repo_root
 from autoresearch.store.locate import find_state_dir
+from autoresearch.views.render import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,7 +35,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except AutoresearchError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err_console.print(f"[bold red]error:[/] {safe(str(exc))}")
             sys.exit(exc.exit_code)
         except (KeyboardInterrupt, Interrupted):
             err_console.print("interrupted")
@@ -51,7 +51,7 @@ def handle_errors(func: F) -> F:
             with open(fd, "w") as handle:
                 traceback.print_exc(file=handle)
             err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: {safe(str(exc))} "
                 f"(details in {path}; please report it)"
             )
             sys.exit(70)
