@@ -299,18 +299,21 @@ class Engine:
             if retry is not None:
                 self._set_aside(runner, place, ran, task, retry)
                 return
+        if ran.disk_full:  # the candidate's files go first: the record needs their room
+            self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
         if steps.collected is not None and stored.commit is not None:
             self.trees.add(stored, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
-        for message in self.guide.learn(self.records, output):
+        for message in [] if ran.disk_full else self.guide.learn(self.records, output):
             self.warn(message)
         if steps.proposal is not None and again is None:
             failed = steps.proposal.failed or steps.proposal.timed_out
             self.proposer_failures = self.proposer_failures + 1 if failed else 0
         if stored.status.sets_best:
             self.proposer_failures = 0
-        self._release(place, ran, task)
+        if not ran.disk_full:
+            self._release(place, ran, task)
         self._follow_rework(place, stored, queued)
         runner.ended(place)
         if stored.status is not Status.INTERRUPTED:

@@ -174,6 +174,8 @@ def release(place: Place, ran: Ran, start: Incumbent, now: Incumbent) -> str | N
     kept = collected is not None and collected.commit is not None and collected.commit == now.commit
     target = now.commit if kept else start.commit
     try:
+        if ran.disk_full:  # what the candidate wrote goes before git needs room to write
+            place.workspace.drop_untracked()
         if kept:
             place.workspace.move_head(target)
         fast = steps.outcome.status.fast_roll_back

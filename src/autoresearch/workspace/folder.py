@@ -324,14 +324,20 @@ class Workspace:
         git = self.git
         head = self._head()
         git.run("read-tree", "--reset", "-u", head)
-        args = ["clean", "-ffdxq"]
-        for item in self.share:
-            args += ["-e", f"/{item}"]
-        git.run(*args)
+        self.drop_untracked()
         self._remember_index()
         self.subs.refill(head)
         self._private_git(head)
         self._at_head = True
+
+    def drop_untracked(self) -> None:
+        """Remove every file the index does not hold (ignored ones too), the shared links
+        aside. Git writes nothing for it: it frees room on a disk that is full."""
+        self.check()
+        args = ["clean", "-ffdxq"]
+        for item in self.share:
+            args += ["-e", f"/{item}"]
+        self.git.run(*args)
 
     def scan(self, paths: list[str] | None = None) -> Scan:
         """One `git status` pass: every path that differs from HEAD (among `paths`, and in
