@@ -104,7 +104,7 @@ class Caps:
             return None
         return (
             f"{path} is {human_size(size)}, above the {human_size(self.max_bytes)} cap "
-            "([scope] max_file_mb); nothing of the change was stored"
+            "([scope] max_file_mb)"
         )
 
     def count_refusal(self, count: int) -> str | None:
@@ -113,7 +113,7 @@ class Caps:
             return None
         return (
             f"the change touches {count} files, above the cap of {self.max_files} "
-            "([scope] max_files); nothing of it was stored"
+            "([scope] max_files)"
         )
 
 
