@@ -15,12 +15,19 @@ from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metr
 from autoresearch.executors.base import OK, executor_setup
 from autoresearch.gitcmd import Git
 from autoresearch.isolation.process import Limits
-from autoresearch.isolation.sandbox import isolation_text, limits_text, sockets_text
+from autoresearch.isolation.proxy import ProposerNetwork
+from autoresearch.isolation.sandbox import (
+    home_text,
+    isolation_text,
+    keyrings_text,
+    limits_text,
+    sockets_text,
+)
 from autoresearch.measure.evaluation import measurement_env
 from autoresearch.measure.integrity import harness_files
 from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
-from autoresearch.proposers import create_proposer, validate_proposer
+from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Proposer
 from autoresearch.stats.auto_rule import recommend
 from autoresearch.stats.decide import Noise, Rule, detectable_gain
@@ -55,6 +62,10 @@ class CheckReport:
     decision: str = ""
     isolation: str = ISOLATION
     sockets: str = ""  # the host's abstract unix sockets, as the sandbox leaves them
+    # what the proposer's commands may reach, one entry per [[proposer]] that runs any
+    network: list[ProposerNetwork] = field(default_factory=list)
+    home: str = ""  # what a sandboxed command sees of the home folder
+    keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
     limits: str = ""
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
@@ -158,7 +169,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
     missing: ProposerCheck | None = None
     proposer: Proposer | None = None
     try:
-        proposer = create_proposer(campaign)
+        # The sandbox a run gives it: `[proposer] network` other than "on" needs one.
+        proposer = create_proposer(campaign, confinement=proposer_confinement(campaign, None))
     except ConfigError:
         raise
     except AutoresearchError as exc:
@@ -185,10 +197,15 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             noise=cfg.metric.noise,
             max_samples=cfg.decision.max_samples,
             confidence=cfg.decision.confidence,
+            network=list(proposer.reach()) if proposer is not None else [],
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)
         report.sockets = sockets_text(cfg.sandbox.isolation)
+        report.home = home_text(
+            cfg.sandbox.isolation, cfg.sandbox.home_readable, os.environ.get("PATH", "")
+        )
+        report.keyrings = keyrings_text(cfg.sandbox.isolation)
         report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
