@@ -130,12 +130,14 @@ class Confinement:
         readonly: Iterable[Path] = (),
         writable: Iterable[str] = (),
         pass_env: Iterable[str] = (),
+        purpose: str = "proposer",
     ) -> Confined:
         """Confine one command that runs in `workspace`. `readonly` are files it must read
         (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
-        private TMPDIR is in `state_dir`, else beside the workspace."""
+        private TMPDIR is in `state_dir`, else beside the workspace, named for `purpose`
+        (a proposer's, or a sandboxed agent's session, which may run beside one)."""
         folder = self.state_dir or workspace.parent
-        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
+        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-{purpose}-tmp")
         description = tmpdir / DESCRIPTION_NAME
         reduced = agent_env(env, pass_env)
         if not self.isolating:

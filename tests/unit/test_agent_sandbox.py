@@ -1,0 +1,312 @@
+"""`autoresearch start --agent`: the agent runs in the sandbox, `step` reaches the engine
+through the MCP relay, and nothing the agent leaves behind reaches the measurement, the
+ledger or the checkout.
+
+The "agent" is a bash script given as `--agent`; it calls `step` through the relay named in
+its MCP config with raw JSON-RPC lines, as any MCP client does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoresearch.agent import relay
+from autoresearch.agent.sandboxed import (
+    CONFIG_ENV,
+    SOCKET_ENV,
+    agent_command,
+    mcp_config,
+    preset_of,
+)
+from autoresearch.errors import AutoresearchError
+from autoresearch.isolation.sandbox import bwrap_problem
+from campaigns import campaign_toml
+from conftest import Runner, git, ledger, make_repo, snapshot
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="needs bubblewrap")
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# An MCP client of the agent's: starts the relay its MCP config names, initialises a
+# session and calls one tool; prints the tool's structured result on one marked line.
+CLIENT = r"""
+import json, os, subprocess, sys
+config = json.load(open(os.environ["AUTORESEARCH_MCP_CONFIG"]))
+server = config["mcpServers"]["autoresearch"]
+proc = subprocess.Popen([server["command"], *server["args"]], stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE)
+def send(message):
+    proc.stdin.write((json.dumps(message) + "\n").encode()); proc.stdin.flush()
+def answer(ident):
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            sys.exit("the relay closed")
+        message = json.loads(line)
+        if message.get("id") == ident:
+            return message
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "stand-in", "version": "1"}}})
+answer(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+      "params": {"name": sys.argv[1], "arguments": json.loads(sys.argv[2])}})
+result = answer(2)["result"]
+print(sys.argv[1].upper() + "-RESULT " + json.dumps(result.get("structuredContent", result)))
+proc.stdin.close(); proc.wait()
+"""
+
+
+def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """The toy campaign (score = |N - 3|, measured slowly enough for a watcher to act), an
+    out folder the sandbox may write (`[sandbox] writable`), and a secret in the checkout."""
+    out = tmp_path / "out"
+    out.mkdir()
+    config = campaign_toml(
+        **{
+            "guard": None,
+            "metric.command": "python bench.py",
+            "metric.timeout": 60,
+            "sandbox.writable": [str(out)],
+            "sandbox.isolation": "bwrap",
+        }
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 12\n",
+            "bench.py": "import time, calc\ntime.sleep(1.5)\nprint(f'score: {abs(calc.N - 3)}')\n",
+            "autoresearch.toml": config,
+            ".gitignore": ".env\n",
+        },
+    )
+    (repo / ".env").write_text("TOKEN=the-users-secret\n")
+    return repo, out
+
+
+def run_start(repo: Path, agent: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch", "start", "--agent", agent],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def marked(stdout: str, mark: str) -> dict[str, object]:
+    lines = [line for line in stdout.splitlines() if line.startswith(mark + " ")]
+    assert lines, stdout
+    found: dict[str, object] = json.loads(lines[-1].split(" ", 1)[1])
+    return found
+
+
+def processes_with(token: str) -> list[str]:
+    """The command lines of this machine's processes that mention `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if token in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_sandboxed_agent_cannot_forge_the_number_or_the_record(tmp_path: Path) -> None:
+    """The agent edits the workspace and calls `step` through the relay; the watcher it
+    leaves rewrites the measurement folder and appends a forged record to the ledger the
+    whole time the metric runs. The kept number is the commit's honest number, the ledger
+    holds no forged record, `verify` passes, the checkout is unchanged byte for byte, and
+    no process of the agent's outlives it."""
+    repo, out = agent_repo(tmp_path)
+    state = repo / ".autoresearch" / "toy"
+    client = tmp_path / "client.py"
+    client.write_text(CLIENT)
+    forged = (
+        '{"iteration": 7, "status": "keep", "metric": -1000, "best": -1000, '
+        '"description": "FORGED"}'
+    )
+    script = tmp_path / "agent.sh"
+    script.write_text(
+        f"""#!/bin/bash
+py={sys.executable}
+cat {repo}/.env > {out}/secret 2>/dev/null
+ls -A {state} > {out}/state-listing 2>/dev/null
+# the watcher, left behind: it tries the measurement folder (directly and through the
+# root of every process it can see), the ledger, the checkout
+( n=0
+  while :; do
+    n=$((n+1)); echo $n > {out}/heartbeat
+    for dir in {state}/measure /proc/*/root{state}/measure; do
+      mkdir -p "$dir" 2>/dev/null
+      printf 'print("score: -1000")\\n' > "$dir/bench.py" 2>/dev/null
+    done
+    echo '{forged}' >> {state}/ledger.jsonl 2>/dev/null
+    echo 'N = -1000' > {repo}/calc.py 2>/dev/null
+    sleep 0.05
+  done ) &
+$py -m autoresearch step > {out}/plain-step 2>&1; echo "exit $?" >> {out}/plain-step
+sed -i 's/N = 12/N = 4/' calc.py          # one change, in the workspace
+$py {client} step '{{"description": "N to 4"}}'
+echo "watcher at $(cat {out}/heartbeat)"
+"""
+    )
+    before = snapshot(repo)
+    ran = run_start(repo, f"bash {script}")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    result = marked(ran.stdout, "STEP-RESULT")
+    attempt = result["attempt"]
+    assert isinstance(attempt, dict) and attempt["status"] == "keep", result
+    # The watcher ran through the measurement: it was alive before and after it.
+    assert int((out / "heartbeat").read_text()) > 20
+    # The promise: the number kept is the committed tree's honest number.
+    kept = git(repo, "show", "autoresearch/toy:calc.py")
+    assert kept == "N = 4\n"
+    assert attempt["metric"] == 1 and result["best"] == 1
+    records = ledger(repo)
+    assert [r["status"] for r in records] == ["baseline", "keep"]
+    assert [r["metric"] for r in records] == [9, 1]
+    assert "FORGED" not in (state / "ledger.jsonl").read_text()
+    verified = subprocess.run(
+        [sys.executable, "-m", "autoresearch", "verify"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert snapshot(repo) == before
+    # What the agent saw: no secret, no campaign folder, `step` only through MCP.
+    assert not (out / "secret").read_text()
+    assert (out / "state-listing").read_text() in ("", ".worktree-agent-tmp\nworktree\n")
+    plain = (out / "plain-step").read_text()
+    assert "MCP" in plain and "exit 1" in plain and "Traceback" not in plain
+    # Nothing of the agent's outlives it.
+    beat = (out / "heartbeat").read_text()
+    time.sleep(0.5)
+    assert (out / "heartbeat").read_text() == beat
+    assert processes_with(str(script)) == []
+    assert not (state / ".worktree-agent-tmp").exists()
+
+
+def test_the_agent_presets_and_their_mcp_config(tmp_path: Path) -> None:
+    assert preset_of("claude --model opus") == "claude"
+    assert preset_of("/usr/local/bin/codex") == "codex"
+    assert preset_of("bash agent.sh") is None
+    for bad in ("", "  ", "claude 'unbalanced"):
+        with pytest.raises(AutoresearchError, match="--agent"):
+            preset_of(bad)
+    config = tmp_path / "mcp.json"
+    line = agent_command("claude --model opus", "claude", config)
+    assert line == f"claude --model opus --mcp-config {config}"
+    assert agent_command("codex", "codex", config) == "codex"
+    served = mcp_config(tmp_path / "mcp.sock", tmp_path / "relay.py")
+    entry = served["mcpServers"]["autoresearch"]  # type: ignore[index]
+    assert entry["command"] == sys.executable
+    assert entry["args"][-2:] == [str(tmp_path / "relay.py"), str(tmp_path / "mcp.sock")]
+
+
+def test_the_relay_carries_both_ways_over_a_long_socket_path(tmp_path: Path) -> None:
+    """A socket path longer than a sockaddr_un holds (a deep checkout) still connects; the
+    relay passes the client's bytes on, the answers back, and the client's end as a
+    half-close."""
+    import socket
+    import threading
+
+    folder = tmp_path / ("d" * 60) / ("e" * 60)
+    folder.mkdir(parents=True)
+    path = folder / "mcp.sock"
+    assert len(str(path)) > relay.SUN_PATH_MAX
+    from autoresearch.agent.sandboxed import listen
+
+    listener = listen(path)
+    got: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while chunk := conn.recv(100):
+                data += chunk
+            got.append(data)
+            conn.sendall(data.upper())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    proc = subprocess.run(
+        [sys.executable, "-I", relay.__file__, str(path)],
+        input=b'{"hello": 1}\n' * 3,
+        capture_output=True,
+        timeout=30,
+    )
+    thread.join()
+    listener.close()
+    assert proc.returncode == 0, proc.stderr
+    assert got == [b'{"hello": 1}\n' * 3]
+    assert proc.stdout == b'{"HELLO": 1}\n' * 3
+    gone = subprocess.run(
+        [sys.executable, "-I", relay.__file__, str(path)], capture_output=True, text=True
+    )
+    assert gone.returncode == 1 and "has ended" in gone.stderr
+
+
+def test_inside_the_sandbox_start_and_step_point_to_the_mcp_tools(
+    tmp_path: Path, invoke: Runner
+) -> None:
+    repo, _ = agent_repo(tmp_path)
+    env = {SOCKET_ENV: str(tmp_path / "mcp.sock"), CONFIG_ENV: str(tmp_path / "mcp.json")}
+    for command in ("step", "start"):
+        refused = invoke(repo, command, env=env)
+        assert refused.returncode == 1
+        assert f"tool `{command}`" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (repo / ".autoresearch" / "toy" / "ledger.jsonl").exists()
+
+
+def test_start_without_an_agent_offers_the_sandboxed_mode(tmp_path: Path, invoke: Runner) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "N = 5\n",
+            "bench.py": "import calc\nprint(f'score: {abs(calc.N - 3)}')\n",
+            "autoresearch.toml": campaign_toml(guard=None),
+        },
+    )
+    started = invoke(repo, "start")
+    assert started.returncode == 0, started.stderr
+    offer = [line for line in started.stderr.splitlines() if "--agent" in line]
+    assert len(offer) == 1 and "outside the sandbox" in offer[0]
+    as_json = invoke(repo, "start", "--json")
+    assert "--agent" not in as_json.stderr
+    json.loads(as_json.stdout)
+
+
+def test_a_bad_agent_command_is_refused_before_the_baseline(tmp_path: Path, invoke: Runner) -> None:
+    repo, _ = agent_repo(tmp_path)
+    refused = invoke(repo, "start", "--agent", "claude 'unbalanced")
+    assert refused.returncode == 1 and "quote it" in refused.stderr
+    assert not (repo / ".autoresearch" / "toy" / "ledger.jsonl").exists()
+
+
+def test_without_bubblewrap_the_sandboxed_mode_is_refused(tmp_path: Path, invoke: Runner) -> None:
+    repo, _ = agent_repo(tmp_path)
+    toml = (repo / "autoresearch.toml").read_text().replace('"bwrap"', '"none"')
+    (repo / "autoresearch.toml").write_text(toml)
+    git(repo, "commit", "-qam", "no sandbox")
+    refused = invoke(repo, "start", "--agent", "bash -c true")
+    assert refused.returncode == 1
+    assert "sandbox.isolation" in refused.stderr and "Traceback" not in refused.stderr
