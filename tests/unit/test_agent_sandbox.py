@@ -64,7 +64,7 @@ proc.stdin.close(); proc.wait()
 
 
 def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
-    """The toy campaign (score = |N - 3|, measured slowly enough for a watcher to act), an
+    """The toy campaign (score = N, minimised, read slowly enough for a watcher to act), an
     out folder the sandbox may write (`[sandbox] writable`), and a secret in the checkout."""
     out = tmp_path / "out"
     out.mkdir()
@@ -81,7 +81,8 @@ def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
         tmp_path / "repo",
         {
             "calc.py": "N = 12\n",
-            "bench.py": "import time, calc\ntime.sleep(1.5)\nprint(f'score: {abs(calc.N - 3)}')\n",
+            # calc is read only after a pause: a watcher has time to swap it
+            "bench.py": "import time\ntime.sleep(1.5)\nimport calc\nprint(f'score: {calc.N}')\n",
             "autoresearch.toml": config,
             ".gitignore": ".env\n",
         },
@@ -154,15 +155,15 @@ ls -A {state} > {out}/state-listing 2>/dev/null
     n=$((n+1)); echo $n > {out}/heartbeat
     for dir in {state}/measure /proc/*/root{state}/measure; do
       mkdir -p "$dir" 2>/dev/null
-      printf 'print("score: -1000")\\n' > "$dir/bench.py" 2>/dev/null
+      echo 'N = -1000' > "$dir/calc.py" 2>/dev/null
     done
     echo '{forged}' >> {state}/ledger.jsonl 2>/dev/null
     echo 'N = -1000' > {repo}/calc.py 2>/dev/null
     sleep 0.05
   done ) &
 $py -m autoresearch step > {out}/plain-step 2>&1; echo "exit $?" >> {out}/plain-step
-sed -i 's/N = 12/N = 4/' calc.py          # one change, in the workspace
-$py {client} step '{{"description": "N to 4"}}'
+sed -i 's/N = 12/N = 9/' calc.py          # one change, in the workspace
+$py {client} step '{{"description": "N to 9"}}'
 echo "watcher at $(cat {out}/heartbeat)"
 """
     )
@@ -176,11 +177,11 @@ echo "watcher at $(cat {out}/heartbeat)"
     assert int((out / "heartbeat").read_text()) > 20
     # The promise: the number kept is the committed tree's honest number.
     kept = git(repo, "show", "autoresearch/toy:calc.py")
-    assert kept == "N = 4\n"
-    assert attempt["metric"] == 1 and result["best"] == 1
+    assert kept == "N = 9\n"
+    assert attempt["metric"] == 9 and result["best"] == 9
     records = ledger(repo)
     assert [r["status"] for r in records] == ["baseline", "keep"]
-    assert [r["metric"] for r in records] == [9, 1]
+    assert [r["metric"] for r in records] == [12, 9]
     assert "FORGED" not in (state / "ledger.jsonl").read_text()
     verified = subprocess.run(
         [sys.executable, "-m", "autoresearch", "verify"],
@@ -202,6 +203,46 @@ echo "watcher at $(cat {out}/heartbeat)"
     assert (out / "heartbeat").read_text() == beat
     assert processes_with(str(script)) == []
     assert not (state / ".worktree-agent-tmp").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="an agent running as you, outside the sandbox, can rewrite the measurement "
+    "folder while the metric runs (README: Agent-driven mode, what it guarantees)",
+)
+def test_an_agent_outside_the_sandbox_can_forge_the_number(tmp_path: Path, invoke: Runner) -> None:
+    """The same watcher, run as the user beside `autoresearch step` (the agent-driven mode
+    without --agent): the promise does not hold, as the README says."""
+    import threading
+
+    repo, _ = agent_repo(tmp_path)
+    assert invoke(repo, "start").returncode == 0
+    measure = repo / ".autoresearch" / "toy" / "measure"
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if measure.is_dir():
+                try:
+                    (measure / "calc.py").write_text("N = -1000\n")
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        workspace = repo / ".autoresearch" / "toy" / "worktree"
+        (workspace / "calc.py").write_text("N = 9\n")
+        stepped = invoke(repo, "step", "--json")
+    finally:
+        done.set()
+        watcher.join()
+    attempt = json.loads(stepped.stdout)["attempt"]
+    honest = git(repo, "show", f"{attempt['commit']}:calc.py")
+    assert honest == "N = 9\n"
+    assert attempt["metric"] == 9
 
 
 def test_the_agent_presets_and_their_mcp_config(tmp_path: Path) -> None:
