@@ -266,7 +266,6 @@ def test_the_relay_carries_both_ways_over_a_long_socket_path(tmp_path: Path) -> 
     """A socket path longer than a sockaddr_un holds (a deep checkout) still connects; the
     relay passes the client's bytes on, the answers back, and the client's end as a
     half-close."""
-    import socket
     import threading
 
     folder = tmp_path / ("d" * 60) / ("e" * 60)
@@ -351,3 +350,51 @@ def test_without_bubblewrap_the_sandboxed_mode_is_refused(tmp_path: Path, invoke
     refused = invoke(repo, "start", "--agent", "bash -c true")
     assert refused.returncode == 1
     assert "sandbox.isolation" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_mcp_server_answers_without_loading_the_engine(tmp_path: Path) -> None:
+    """`autoresearch mcp` answers `initialize` with the other commands and the engine
+    unloaded (an MCP client waits for it each session); `--connect` to a session that
+    ended says so in one sentence."""
+    repo, _ = agent_repo(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    log = tmp_path / "imports.txt"
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "autoresearch", "mcp"],
+            cwd=repo,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+        )
+    assert proc.stdin is not None and proc.stdout is not None
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    proc.stdin.write((json.dumps(hello) + "\n").encode())
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    assert answer["result"]["serverInfo"]["name"] == "autoresearch"
+    loaded = log.read_text()
+    assert "autoresearch.agent.mcp_server" in loaded
+    for heavy in ("autoresearch.cli.commands", "autoresearch.engine.loop"):
+        assert heavy not in loaded
+    ended = subprocess.run(
+        [sys.executable, "-m", "autoresearch", "mcp", "--connect", str(tmp_path / "gone.sock")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert ended.returncode == 1 and "has ended" in ended.stderr
+    assert "Traceback" not in ended.stderr

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from autoresearch.agent.mcp_command import mcp_
 from autoresearch.cli.options import (
     checkout_root,
     config_option,
@@ -127,29 +128,6 @@ def step(description: str, config_path: Path | None, as_json: bool) -> None:
     _refuse_inside("step")
     campaign = load_campaign(checkout_root(), config_path)
     _print_step(step_campaign(campaign, description), as_json)
-
-
-@click.command(name="mcp")
-@config_option
-@click.option(
-    "--connect",
-    "connect",
-    type=click.Path(path_type=Path),
-    default=None,
-    metavar="SOCKET",
-    help="Relay stdio to the server of a sandboxed session (`start --agent`) at SOCKET.",
-)
-@handle_errors
-def mcp_(config_path: Path | None, connect: Path | None) -> None:
-    """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
-    client over stdio. Needs: pip install 'autoresearch[mcp]'."""
-    if connect is not None:
-        from autoresearch.agent.relay import main as relay_main
-
-        sys.exit(relay_main([str(connect)]))
-    from autoresearch.agent.mcp_server import serve
-
-    serve(checkout_root(), config_path)
 
 
 @click.command()

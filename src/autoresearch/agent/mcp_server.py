@@ -19,12 +19,14 @@ import functools
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field
 
-from autoresearch.config import Campaign, load_campaign
 from autoresearch.errors import AutoresearchError
+
+if TYPE_CHECKING:
+    from autoresearch.config import Campaign
 
 SERVER_NAME = "autoresearch"
 LOG_LIMIT = 200
@@ -186,6 +188,9 @@ class CampaignTools:
         self.config = config
 
     def campaign(self) -> Campaign:
+        # Loaded at the first call, not at the server's start: the client waits for that.
+        from autoresearch.config import load_campaign
+
         return load_campaign(self.root, self.config)
 
     def start(self) -> StepResult:
