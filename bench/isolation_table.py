@@ -1,4 +1,4 @@
-"""Which attacks of `tests/test_isolation.py` hold under each isolation mode, as a table.
+"""Which attacks of `tests/test_isolation*.py` hold under each isolation mode, as a table.
 
     python bench/isolation_table.py [-n 2]
 
@@ -34,7 +34,7 @@ def main() -> None:
                 "-q",
                 "-n",
                 args.n,
-                "tests/test_isolation.py",
+                *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/test_isolation*.py")),
                 f"--junitxml={report}",
                 "-p",
                 "no:cacheprovider",

@@ -619,7 +619,10 @@ def test_harness_edited_only_while_compare_measures(tmp_path: Path, isolation: s
     try:
         outcome = compare(load_campaign(repo), "baseline", "best", 2)
     except AutoresearchError as exc:
-        assert "scoring.py changed" in str(exc)
+        # Refused either way: caught by the fingerprint, or the write itself fails (the
+        # harness is read-only where it runs in the sandbox).
+        wanted = "scoring.py changed" if isolation == "none" else "Read-only file system"
+        assert wanted in str(exc)
     else:
         assert outcome.b_samples == [4.0, 4.0], outcome.b_samples
 
@@ -734,8 +737,12 @@ def test_harness_file_replaced_by_a_fifo(tmp_path: Path, isolation: str) -> None
         [sys.executable, "-c", ENGINE, str(repo)], capture_output=True, text=True, timeout=60
     )
     assert time.monotonic() - began < 30, done.stderr
-    assert [r.status for r in ledger(state)] == [Status.BASELINE, Status.TAMPERED]
-    assert_honest(repo, ledger(state))
+    records = ledger(state)
+    assert_honest(repo, records)
+    if isolation == "none":
+        assert [r.status for r in records] == [Status.BASELINE, Status.TAMPERED]
+    else:  # read-only where it runs: the swap fails, the honest number is measured
+        assert [r.status for r in records] == [Status.BASELINE, Status.KEEP]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root removes what it cannot write")
@@ -766,7 +773,11 @@ def test_candidate_rewrites_the_harness_while_measured(tmp_path: Path, isolation
     run(repo)
     records = ledger(state)
     assert_honest(repo, records)
-    assert records[1].status is Status.TAMPERED
+    if isolation == "none":
+        assert records[1].status is Status.TAMPERED
+    else:  # read-only where it runs: the write fails, and the candidate with it
+        assert records[1].status is Status.CRASH
+        assert "Read-only file system" in records[1].reason
 
 
 @pytest.mark.parametrize("isolation", modes())

@@ -726,6 +726,8 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         "decision": report.decision,
         "isolation": report.isolation,
         "abstract_sockets": report.sockets,
+        "home_visible": report.home,
+        "keyrings": report.keyrings,
         "limits": report.limits,
     }
 
@@ -743,6 +745,10 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         yield f"isolation: {escape(report.isolation)}"
         if report.sockets:
             yield f"abstract unix sockets: {escape(report.sockets)}"
+        if report.home:
+            yield f"home folder: {escape(report.home)}"
+        if report.keyrings:
+            yield f"kernel keyrings: {escape(report.keyrings)}"
         yield f"limits: {escape(report.limits)}"
         if report.harness:
             yield "harness: " + escape(", ".join(report.harness))

@@ -15,7 +15,13 @@ from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metr
 from autoresearch.executors.base import OK, executor_setup
 from autoresearch.gitcmd import Git
 from autoresearch.isolation.process import Limits
-from autoresearch.isolation.sandbox import isolation_text, limits_text, sockets_text
+from autoresearch.isolation.sandbox import (
+    home_text,
+    isolation_text,
+    keyrings_text,
+    limits_text,
+    sockets_text,
+)
 from autoresearch.measure.evaluation import measurement_env
 from autoresearch.measure.integrity import harness_files
 from autoresearch.measure.judge import Judge
@@ -55,6 +61,8 @@ class CheckReport:
     decision: str = ""
     isolation: str = ISOLATION
     sockets: str = ""  # the host's abstract unix sockets, as the sandbox leaves them
+    home: str = ""  # what a sandboxed command sees of the home folder
+    keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
     limits: str = ""
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
@@ -189,6 +197,10 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)
         report.sockets = sockets_text(cfg.sandbox.isolation)
+        report.home = home_text(
+            cfg.sandbox.isolation, cfg.sandbox.home_readable, os.environ.get("PATH", "")
+        )
+        report.keyrings = keyrings_text(cfg.sandbox.isolation)
         report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"

@@ -215,6 +215,9 @@ class SandboxConfig(_Strict):
     # paths a sandboxed command may not read (default: the usual credential folders)
     deny_read: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY_READ))
     writable: list[str] = Field(default_factory=list)  # more paths a sandboxed command may write
+    # what a sandboxed command sees of the home folder besides the toolchain folders
+    # (read-only; "~" shows it whole)
+    home_readable: list[str] = Field(default_factory=list)
 
 
 class ExecutorConfig(_Strict):

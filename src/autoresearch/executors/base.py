@@ -50,6 +50,8 @@ class CommandSpec:
     key: str | None = None  # dotted path into a JSON/YAML/TOML file
     name: str | None = None  # pick `METRIC <name>=<value>` from stdout
     limits: Limits = field(default_factory=Limits)
+    # Files of the folder (relative) the command may read but never change: the harness.
+    protected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class ExecutorSetup:
     writable: tuple[str, ...] = ()  # more paths sandboxed commands may write
     share: tuple[str, ...] = ()  # shared paths of the checkout, shown read-only
     pass_env: tuple[str, ...] = ()  # environment names passed beside the allowlist
+    home_readable: tuple[str, ...] = ()  # home paths shown besides the toolchains
 
 
 class Executor:
@@ -110,6 +113,7 @@ def executor_setup(campaign: Campaign) -> ExecutorSetup:
         writable=tuple(sandbox.writable),
         share=tuple(campaign.config.share),
         pass_env=tuple(sandbox.pass_env),
+        home_readable=tuple(sandbox.home_readable),
     )
 
 

@@ -80,7 +80,9 @@ class LocalExecutor(Executor):
     ) -> Measurement:
         wrap = child_setup = None
         if not isinstance(self.sandbox, NoSandbox) and self.setup is not None:
-            boundary = measurement_boundary(self.setup, workspace, env, spec.limits.network)
+            boundary = measurement_boundary(
+                self.setup, workspace, env, spec.limits.network, spec.protected
+            )
             sandbox = self.sandbox
             env = sandbox.environment(boundary)
             child_setup = sandbox.child_setup()
@@ -144,11 +146,16 @@ def signal_from_outside(returncode: int | None) -> int | None:
 
 
 def measurement_boundary(
-    setup: ExecutorSetup, workdir: Path, env: dict[str, str], network: bool
+    setup: ExecutorSetup,
+    workdir: Path,
+    env: dict[str, str],
+    network: bool,
+    protected: tuple[str, ...] = (),
 ) -> Boundary:
-    """What a metric or guard run may see: its folder (read-write), a fresh private TMPDIR,
-    the machine read-only minus the user's checkout (which holds `.autoresearch/`) and the
-    credential folders; the shared paths and the checkout's interpreters read-only."""
+    """What a metric or guard run may see: its folder (read-write, but the harness files
+    `protected` read-only), a fresh private TMPDIR, the machine read-only minus the user's
+    checkout (which holds `.autoresearch/`), the credential folders and all of the home
+    folder but its toolchains; the shared paths and the checkout's interpreters read-only."""
     root = setup.root or workdir
     return engine_boundary(
         workdir,
@@ -160,4 +167,6 @@ def measurement_boundary(
         readonly=shared_paths(root, setup.share),
         writable=user_paths(setup.writable),
         network=network,
+        home_readable=setup.home_readable,
+        protected=protected,
     )

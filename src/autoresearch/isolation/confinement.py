@@ -117,6 +117,7 @@ class Confinement:
     share: tuple[Path, ...] = ()  # shared paths of the checkout: readable
     deny_read: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()  # `[sandbox] writable`
+    home_readable: tuple[str, ...] = ()  # `[sandbox] home_readable`
 
     @property
     def isolating(self) -> bool:
@@ -156,6 +157,7 @@ class Confinement:
             deny_read=self.deny_read,
             readonly=(*objects, *self.share, *readonly),
             writable=(*self.writable, *(p.resolve() for p in extra)),
+            home_readable=self.home_readable,
         )
         sandbox = self.sandbox
 
@@ -175,6 +177,7 @@ def confinement_for(
     share: Iterable[str] = (),
     deny_read: Iterable[str] = (),
     writable: Iterable[str] = (),
+    home_readable: Iterable[str] = (),
 ) -> Confinement:
     """The confinement `[sandbox] isolation` asks for ("bwrap" without bubblewrap raises
     ConfigError; "auto" without it confines only the environment: the executor warns)."""
@@ -187,4 +190,5 @@ def confinement_for(
         share=shared_paths(root, share),
         deny_read=user_paths(deny_read),
         writable=user_paths(writable),
+        home_readable=tuple(home_readable),
     )

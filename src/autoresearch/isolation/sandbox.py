@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from autoresearch.errors import ConfigError
-from autoresearch.isolation import landlock
+from autoresearch.isolation import landlock, seccomp
 from autoresearch.isolation.process import SETUP_TRIES
 
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
@@ -39,6 +40,110 @@ DEFAULT_DENY_READ = (
     "~/.git-credentials",
     "~/.pypirc",
 )
+
+# What a sandboxed command sees of the home folder: toolchains, read-only, and nothing else
+# (`[sandbox] home_readable` adds paths; "~" shows it whole). Credentials live in the home
+# folder under more names than any deny list knows (package registries, cloud and agent
+# logins, shell history), so it is an allowlist. Only folders that hold programs and
+# libraries, never a tool's settings (where its tokens are).
+DEFAULT_HOME_READABLE = (
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/.local/share/uv/python",
+    "~/.local/share/uv/tools",
+    "~/.local/pipx",
+    "~/.local/share/pipx",
+    "~/.pyenv",
+    "~/.rye/py",
+    "~/.conda/envs",
+    "~/.conda/pkgs",
+    "~/miniconda3",
+    "~/anaconda3",
+    "~/miniforge3",
+    "~/mambaforge",
+    "~/micromamba",
+    "~/.cargo/bin",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.rustup",
+    "~/go/bin",
+    "~/go/pkg",
+    "~/.nvm",
+    "~/.volta",
+    "~/.fnm",
+    "~/.bun/bin",
+    "~/.deno/bin",
+    "~/.sdkman/candidates",
+    "~/.m2/repository",
+    "~/.gradle/caches",
+    "~/.gradle/wrapper",
+    "~/.juliaup",
+    "~/.julia/packages",
+    "~/.julia/artifacts",
+    "~/.julia/compiled",
+    "~/.elan",
+    "~/.ghcup/bin",
+    "~/.nix-profile",
+    # models and data sets already downloaded (the token beside them is not shown)
+    "~/.cache/huggingface/hub",
+    "~/.cache/huggingface/datasets",
+    "~/.cache/torch",
+)
+
+
+# Hidden from every sandbox whatever the settings say: Ray's session folders (its sockets,
+# logs, the cluster's address) and Kerberos ticket caches, which live outside the home.
+def always_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    env = os.environ if env is None else env
+    found = [Path(env.get("RAY_TMPDIR") or "/tmp/ray"), Path.home() / ".ray"]
+    found += Path("/tmp").glob(f"krb5cc_{os.getuid()}*")
+    return tuple(dict.fromkeys(p.resolve() for p in found))
+
+
+def home_allowlist(
+    readable: Iterable[str], path_env: str, env: Mapping[str, str] | None = None
+) -> tuple[Path | None, tuple[Path, ...]]:
+    """The home folder to cover and what is shown of it: the defaults, `readable`, and the
+    toolchains this engine and PATH run from (an interpreter under home, a virtual
+    environment's folder, a `bin` on PATH). (None, ()) when there is no home to cover."""
+    env = os.environ if env is None else env
+    try:
+        home = Path.home().resolve()
+    except (KeyError, RuntimeError):
+        return None, ()
+    if home == Path("/") or not home.is_dir():
+        return None, ()
+    found = [Path(os.path.expanduser(p)) for p in (*DEFAULT_HOME_READABLE, *readable)]
+    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, sys.executable]:
+        if entry:
+            found.append(Path(entry))
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if env.get(name):
+            found.append(Path(env[name]))
+    shown: list[Path] = []
+    for path in found:
+        try:
+            path = path.resolve()
+        except OSError:
+            continue
+        if path == home or not path.is_relative_to(home):
+            if path == home:
+                shown.append(path)
+            continue
+        if path.is_file():
+            path = path.parent
+        # A bin folder of an environment brings the environment (its libraries) along.
+        if path.name in ("bin", "Scripts") and (
+            (path.parent / "pyvenv.cfg").exists() or (path.parent / "conda-meta").is_dir()
+        ):
+            path = path.parent
+        if path.exists():
+            shown.append(path)
+    kept = sorted(set(shown), key=lambda p: len(p.parts))
+    # A path inside another shown one would only be mounted twice.
+    outer = [p for i, p in enumerate(kept) if not any(p.is_relative_to(q) for q in kept[:i])]
+    return home, tuple(outer)
+
 
 # The environment a sandboxed command starts from; `[sandbox] pass_env` adds names.
 ENV_ALLOWED = (
@@ -90,6 +195,63 @@ class Boundary:
     writable: tuple[Path, ...] = ()  # more writable paths (`[sandbox] writable`)
     network: bool = True
     env: dict[str, str] = field(default_factory=dict)
+    # Folders shown empty and read-only, with only the `readonly` and `writable` paths
+    # inside them shown again: the home folder, seen through its allowlist.
+    covered: tuple[Path, ...] = ()
+    # Files of `workdir` (relative) the command may read but never change, replace, move or
+    # remove: the harness, while the metric or guard runs.
+    protected: tuple[str, ...] = ()
+
+
+def _layers(boundary: Boundary) -> list[list[str]]:
+    """The mounts that shape what the command sees, parents before what they hold: a path
+    inside another is mounted after it and so wins, whichever kind each is. At one path, a
+    path shown again read-only wins over hiding, and hiding over writable."""
+    entries: list[tuple[Path, int, list[str]]] = []
+    for path in boundary.covered:
+        if path.is_dir():
+            entries.append((path, 0, ["--tmpfs", str(path)]))
+    for path in boundary.writable:
+        if path.exists():
+            entries.append((path, 1, ["--bind", str(path), str(path)]))
+    inside = (*boundary.readonly, *boundary.writable)
+    for path in boundary.hidden:
+        if any(path.is_relative_to(c) for c in boundary.covered) and not any(
+            path.is_relative_to(p) for p in inside
+        ):
+            continue  # already out of sight, and nothing shows it again
+        if path.is_dir():
+            entries.append((path, 2, ["--tmpfs", str(path)]))
+        elif path.exists():
+            entries.append((path, 2, ["--ro-bind", os.devnull, str(path)]))
+    for path in boundary.readonly:
+        if path.exists():
+            entries.append((path, 3, ["--ro-bind", str(path), str(path)]))
+    entries.sort(key=lambda e: (len(e[0].parts), e[1]))
+    return [args for _, _, args in entries]
+
+
+def _protect(boundary: Boundary) -> list[str]:
+    """Read-only mounts of the harness files inside the command's folder, after it. Each
+    folder between the two is bound onto itself first: a mount point cannot be renamed or
+    removed, so the command cannot move a harness file's folder aside and put a fake in
+    its place either."""
+    args: list[str] = []
+    folders: dict[Path, None] = {}
+    files: list[Path] = []
+    base = boundary.workdir
+    for name in boundary.protected:
+        path = base / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        for parent in reversed(path.relative_to(base).parents[:-1]):
+            folders[base / parent] = None
+        files.append(path)
+    for folder in folders:
+        args += ["--bind", str(folder), str(folder)]
+    for path in files:
+        args += ["--ro-bind", str(path), str(path)]
+    return args
 
 
 class Sandbox(Protocol):
@@ -164,26 +326,20 @@ class Bwrap:
         ]
         if not boundary.network:
             args.append("--unshare-net")
-        # Later mounts cover earlier ones: writable paths first, so that hiding wins over a
-        # writable folder that holds a hidden one; then what is shown again; then the
-        # command's own folders.
-        for path in boundary.writable:
-            if path.exists():
-                args += ["--bind", str(path), str(path)]
-        for path in boundary.hidden:
-            if path.is_dir():
-                args += ["--tmpfs", str(path)]
-            elif path.exists():
-                args += ["--ro-bind", os.devnull, str(path)]
-        for path in boundary.readonly:
-            if path.exists():
-                args += ["--ro-bind", str(path), str(path)]
+        for layer in _layers(boundary):
+            args += layer
         # A read-only mount does not stop connect(): a daemon's socket (docker, ssh-agent,
         # tmux, the session bus) would run whatever the command asks, outside the sandbox.
         for path in host_sockets(boundary):
             args += ["--ro-bind", os.devnull, str(path)]
         for path in (boundary.tmpdir, boundary.workdir):
             args += ["--bind", str(path), str(path)]
+        args += _protect(boundary)
+        # The empty folders are made read-only last: the mounts above needed their mount
+        # points made in them first (a remount is not recursive, so those stay as mounted).
+        for path in boundary.covered:
+            if path.is_dir():
+                args += ["--remount-ro", str(path)]
         if status_fd is not None:
             args += ["--json-status-fd", str(status_fd)]
         args += ["--chdir", str(boundary.workdir), "--", *argv]
@@ -193,18 +349,21 @@ class Bwrap:
         return {**boundary.env, "TMPDIR": str(boundary.tmpdir)}
 
     def child_setup(self) -> Callable[[], None] | None:
-        """A Landlock scope around bubblewrap where the kernel has one: the host's abstract
-        unix sockets, which share the network namespace, are out of reach."""
+        """The kernel's keyrings out of reach (a seccomp filter), and a Landlock scope
+        around bubblewrap where the kernel has one: the host's abstract unix sockets, which
+        share the network namespace, are out of reach too."""
         scope = landlock.child_setup(_probe(self.executable))
-        if scope is None:
-            return None
+        keyrings = seccomp.install if seccomp.problem() is None else None
         engine = os.getpid()
 
         def setup() -> None:
             # bubblewrap dies with its parent only once it runs: an engine killed between
             # this fork and that exec would otherwise leave the sandbox running for good.
             landlock.die_with_parent(engine)
-            scope()
+            if keyrings is not None:
+                keyrings()
+            if scope is not None:
+                scope()
 
         return setup
 
@@ -237,9 +396,14 @@ def host_sockets(boundary: Boundary, table: Path = UNIX_SOCKETS) -> list[Path]:
     folders or a `[sandbox] writable` path (which the user opened on purpose), and those
     already hidden."""
     open_to = (boundary.workdir, boundary.tmpdir, *boundary.writable)
+    shown = (*boundary.readonly, *boundary.writable)
     masked = []
     for path in dict.fromkeys(bound_sockets(table)):
         if any(path.is_relative_to(p) for p in (*open_to, *boundary.hidden)):
+            continue
+        if any(path.is_relative_to(c) for c in boundary.covered) and not any(
+            path.is_relative_to(p) for p in shown
+        ):
             continue
         try:
             if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -302,19 +466,26 @@ def engine_boundary(
     readonly: Iterable[Path] = (),
     writable: Iterable[Path] = (),
     network: bool = True,
+    home_readable: Iterable[str] = (),
+    protected: Iterable[str] = (),
 ) -> Boundary:
     """What every command the engine starts may see: its folder and TMPDIR writable (plus
     `writable`), the machine read-only minus the user's checkout (which holds
-    `.autoresearch/`) and `deny_read`; `readonly` and the checkout's interpreters on
-    `path_env` shown again read-only; the environment `env` (already reduced)."""
+    `.autoresearch/`), `deny_read` and what is always hidden; of the home folder only its
+    allowlist (`home_allowlist`); `readonly` and the checkout's interpreters on `path_env`
+    shown again read-only; `protected` files of the folder read-only; the environment `env`
+    (already reduced)."""
+    home, shown = home_allowlist(home_readable, path_env)
     return Boundary(
         workdir=workdir,
         tmpdir=tmpdir,
-        hidden=(root.resolve(), *deny_read),
-        readonly=(*readonly, *interpreter_dirs(path_env, root)),
+        hidden=(root.resolve(), *deny_read, *always_hidden()),
+        readonly=(*readonly, *interpreter_dirs(path_env, root), *shown),
         writable=tuple(writable),
         network=network,
         env=env,
+        covered=(home,) if home is not None else (),
+        protected=tuple(protected),
     )
 
 
@@ -362,6 +533,29 @@ def sockets_text(isolation: str) -> str:
     if scope is None:
         return "out of reach (Landlock scope around bubblewrap)"
     return f"reachable with the network on, always for a proposer ({scope})"
+
+
+def home_text(isolation: str, readable: Iterable[str], path_env: str) -> str:
+    """What `check` says a sandboxed command sees of the home folder."""
+    if isolation == "none" or bwrap_problem() is not None:
+        return "all of it, as you see it (no sandbox)"
+    home, shown = home_allowlist(readable, path_env)
+    if home is None:
+        return "no home folder to hide"
+    if home in shown:
+        return f"{home}: all of it, read-only (home_readable lists it whole)"
+    names = ", ".join(str(p) for p in shown) or "nothing"
+    return f"{home} shows only {names}; read-only"
+
+
+def keyrings_text(isolation: str) -> str:
+    """What `check` says of the kernel's keyrings, which every process of the user shares."""
+    if isolation == "none" or bwrap_problem() is not None:
+        return "reachable (no sandbox): commands share your keyrings"
+    problem = seccomp.problem()
+    if problem is None:
+        return f"out of reach ({', '.join(seccomp.CLOSED_CALLS)} fail: seccomp filter)"
+    return f"reachable: {problem}"
 
 
 @lru_cache(maxsize=16)

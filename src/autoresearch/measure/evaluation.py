@@ -294,8 +294,14 @@ class Evaluator:
 
     def _execute(self, spec: CommandSpec, iteration: int, stem: str) -> Measurement:
         with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+            # The harness read-only where it runs: a candidate cannot swap a harness file
+            # and write the original back before the fingerprint is checked again.
+            protected = replace(spec, protected=tuple(self.fingerprint.files))
             return self.executor.run(
-                spec, workspace=self.tree.path, env=self.env(iteration), log_stem=self.logs / stem
+                protected,
+                workspace=self.tree.path,
+                env=self.env(iteration),
+                log_stem=self.logs / stem,
             )
 
     def _readings(

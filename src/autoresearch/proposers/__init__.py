@@ -75,6 +75,7 @@ def proposer_confinement(campaign: Campaign, objects: Path | None) -> Confinemen
         objects=objects,
         share=campaign.config.share,
         deny_read=sandbox.deny_read,
+        home_readable=sandbox.home_readable,
         writable=sandbox.writable,
     )
 
