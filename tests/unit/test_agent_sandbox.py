@@ -398,3 +398,30 @@ def test_the_mcp_server_answers_without_loading_the_engine(tmp_path: Path) -> No
     )
     assert ended.returncode == 1 and "has ended" in ended.stderr
     assert "Traceback" not in ended.stderr
+
+
+def test_connections_beyond_the_cap_get_no_server(tmp_path: Path) -> None:
+    """Every MCP session is a process outside the sandbox: an agent that opens connection
+    after connection is served MAX_SESSIONS at once, the others are closed unserved; all
+    of them end when the session closes."""
+    from autoresearch.agent.sandboxed import MAX_SESSIONS, Servers, listen
+
+    path = tmp_path / "mcp.sock"
+    # a stand-in server: answers one line, then waits for the end of its input
+    argv = [sys.executable, "-c", "import sys; print('served', flush=True); sys.stdin.read()"]
+    servers = Servers(listen(path), argv, tmp_path, tmp_path / "servers.log")
+    servers.start()
+    clients = [relay.connect(str(path)) for _ in range(MAX_SESSIONS + 3)]
+    try:
+        answers = []
+        for client in clients:
+            client.settimeout(30)
+            with client.makefile("rb") as lines:
+                answers.append(lines.readline())
+        assert answers.count(b"served\n") == MAX_SESSIONS
+        assert answers.count(b"") == 3
+    finally:
+        for client in clients:
+            client.close()
+        servers.close()
+    assert all(p.returncode is not None for p in servers.processes)

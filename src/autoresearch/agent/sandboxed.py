@@ -48,6 +48,7 @@ SERVER_LOG = "agent-mcp.log"
 SOCKET_ENV = "AUTORESEARCH_AGENT_SOCKET"
 CONFIG_ENV = "AUTORESEARCH_MCP_CONFIG"
 SERVER = "autoresearch"
+MAX_SESSIONS = 4  # MCP sessions served at once
 # Presets whose CLI takes an MCP config file on its command line, and the flag.
 MCP_CONFIG_FLAG = {"claude": "--mcp-config"}
 
@@ -109,6 +110,12 @@ class Servers:
                 conn, _ = self.listener.accept()
             except OSError:  # closed: the session is over
                 return
+            # Each session is a process outside the sandbox: an agent opening connection
+            # after connection gets a few, not a process per connection.
+            self.processes = [p for p in self.processes if p.poll() is None]
+            if len(self.processes) >= MAX_SESSIONS:
+                conn.close()
+                continue
             with conn, open(self.log, "ab") as log:
                 self.processes.append(
                     subprocess.Popen(
