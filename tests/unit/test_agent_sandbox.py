@@ -91,8 +91,10 @@ def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
     return repo, out
 
 
-def run_start(repo: Path, agent: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+def run_start(
+    repo: Path, agent: str, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "autoresearch", "start", "--agent", agent],
         cwd=repo,
@@ -243,6 +245,46 @@ def test_an_agent_outside_the_sandbox_can_forge_the_number(tmp_path: Path, invok
     honest = git(repo, "show", f"{attempt['commit']}:calc.py")
     assert honest == "N = 9\n"
     assert attempt["metric"] == 9
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_the_claude_preset_gets_its_mcp_config_and_its_own_folder(tmp_path: Path) -> None:
+    """`--agent claude` (a stand-in `claude` on PATH): its command line carries
+    `--mcp-config` naming a config whose server reaches the engine; it may write its own
+    folder (~/.claude) and nothing else of the home folder, and reads none of it."""
+    repo, out = agent_repo(tmp_path)
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".config" / "token").write_text("a login of the user's\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    client = tmp_path / "client.py"
+    client.write_text(CLIENT)
+    claude = bin_dir / "claude"
+    claude.write_text(
+        f"""#!/bin/bash
+[ "$1" = "--model" ] && [ "$2" = "opus" ] || exit 9
+[ "$3" = "--mcp-config" ] || exit 8
+cat ~/.config/token > {out}/token 2>/dev/null
+echo mine > ~/.claude/state && echo wrote > {out}/state
+echo other > ~/.bashrc 2>/dev/null && echo wrote > {out}/bashrc
+AUTORESEARCH_MCP_CONFIG="$4" {sys.executable} {client} status '{{}}'
+"""
+    )
+    claude.chmod(0o755)
+    ran = run_start(
+        repo,
+        "claude --model opus",
+        env={"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    status = marked(ran.stdout, "STATUS-RESULT")
+    assert status["campaign"] == "toy" and status["baseline"] == 12
+    assert (home / ".claude" / "state").read_text() == "mine\n"
+    assert (out / "state").exists() and not (out / "bashrc").exists()
+    assert not (home / ".bashrc").exists()
+    assert not (out / "token").read_text()
 
 
 def test_the_agent_presets_and_their_mcp_config(tmp_path: Path) -> None:
@@ -425,3 +467,60 @@ def test_connections_beyond_the_cap_get_no_server(tmp_path: Path) -> None:
             client.close()
         servers.close()
     assert all(p.returncode is not None for p in servers.processes)
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_on_a_terminal_the_agent_gets_one_of_its_own(tmp_path: Path) -> None:
+    """Run from a terminal, the agent has a terminal (its interface works), the person's
+    keys reach it, its exit code is the command's, and a process it left dies with it."""
+    import pty
+    import select
+
+    repo, out = agent_repo(tmp_path)
+    script = tmp_path / "agent.sh"
+    script.write_text(
+        f"""[ -t 0 ] && [ -t 1 ] && echo terminal > {out}/tty
+( while :; do date +%s%N > {out}/beat; sleep 0.05; done ) &
+echo READY
+read -r line
+echo "got:$line" > {out}/line
+exit 5
+"""
+    )
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autoresearch", "start", "--agent", f"bash {script}"],
+        cwd=repo,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        start_new_session=True,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 120
+    typed = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not typed and b"READY" in seen:
+            os.write(master, b"hello\r")
+            typed = True
+        if proc.poll() is not None and not ready:
+            break
+    os.close(master)
+    assert proc.wait(timeout=30) == 5, seen.decode(errors="replace")
+    assert (out / "tty").read_text() == "terminal\n"
+    assert (out / "line").read_text() == "got:hello\n"
+    beat = (out / "beat").read_text()
+    time.sleep(0.3)
+    assert (out / "beat").read_text() == beat
