@@ -63,6 +63,16 @@ proc.stdin.close(); proc.wait()
 """
 
 
+BENCH = """import time
+start = time.time_ns()
+time.sleep(1.5)
+import calc
+print(f"score: {{calc.N}}")
+with open("{windows}", "a") as log:
+    log.write(f"{{start}} {{time.time_ns()}}\\n")
+"""
+
+
 def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
     """The toy campaign (score = N, minimised, read slowly enough for a watcher to act), an
     out folder the sandbox may write (`[sandbox] writable`), and a secret in the checkout."""
@@ -81,8 +91,9 @@ def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
         tmp_path / "repo",
         {
             "calc.py": "N = 12\n",
-            # calc is read only after a pause: a watcher has time to swap it
-            "bench.py": "import time\ntime.sleep(1.5)\nimport calc\nprint(f'score: {calc.N}')\n",
+            # calc is read only after a pause: a watcher has time to swap it; each run
+            # notes when it ran
+            "bench.py": BENCH.format(windows=out / "windows"),
             "autoresearch.toml": config,
             ".gitignore": ".env\n",
         },
@@ -154,7 +165,7 @@ ls -A {state} > {out}/state-listing 2>/dev/null
 # root of every process it can see), the ledger, the checkout
 ( n=0
   while :; do
-    n=$((n+1)); echo $n > {out}/heartbeat
+    n=$((n+1)); echo $n > {out}/heartbeat; date +%s%N >> {out}/beats
     for dir in {state}/measure /proc/*/root{state}/measure; do
       mkdir -p "$dir" 2>/dev/null
       echo 'N = -1000' > "$dir/calc.py" 2>/dev/null
@@ -166,6 +177,7 @@ ls -A {state} > {out}/state-listing 2>/dev/null
 $py -m autoresearch step > {out}/plain-step 2>&1; echo "exit $?" >> {out}/plain-step
 sed -i 's/N = 12/N = 9/' calc.py          # one change, in the workspace
 $py {client} step '{{"description": "N to 9"}}'
+sleep 0.5  # the watcher, running again
 echo "watcher at $(cat {out}/heartbeat)"
 """
     )
@@ -175,8 +187,15 @@ echo "watcher at $(cat {out}/heartbeat)"
     result = marked(ran.stdout, "STEP-RESULT")
     attempt = result["attempt"]
     assert isinstance(attempt, dict) and attempt["status"] == "keep", result
-    # The watcher ran through the measurement: it was alive before and after it.
+    # The watcher ran before and after the step, and not while the engine judged it
+    # (every process of the agent is held still meanwhile).
     assert int((out / "heartbeat").read_text()) > 20
+    _, candidate_run = [
+        tuple(map(int, line.split())) for line in (out / "windows").read_text().splitlines()
+    ]
+    beats = [int(line) for line in (out / "beats").read_text().split()]
+    assert any(b < candidate_run[0] for b in beats) and any(b > candidate_run[1] for b in beats)
+    assert [b for b in beats if candidate_run[0] <= b <= candidate_run[1]] == []
     # The promise: the number kept is the committed tree's honest number.
     kept = git(repo, "show", "autoresearch/toy:calc.py")
     assert kept == "N = 9\n"
@@ -453,6 +472,7 @@ def test_connections_beyond_the_cap_get_no_server(tmp_path: Path) -> None:
     argv = [sys.executable, "-c", "import sys; print('served', flush=True); sys.stdin.read()"]
     servers = Servers(listen(path), argv, tmp_path, tmp_path / "servers.log")
     servers.start()
+    servers.sandbox_started(os.getpid())  # a stand-in for the sandbox's process
     clients = [relay.connect(str(path)) for _ in range(MAX_SESSIONS + 3)]
     try:
         answers = []

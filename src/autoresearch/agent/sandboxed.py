@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoresearch.agent import relay
+from autoresearch.agent.pause import PAUSE_ENV, Root
 from autoresearch.agent.terminal import run_attached
 from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
@@ -99,6 +100,13 @@ class Servers:
     log: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     thread: threading.Thread | None = None
+    # The sandbox, once it runs: each server holds it still while `start` or `step` works.
+    root: Root | None = None
+    running: threading.Event = field(default_factory=threading.Event)
+
+    def sandbox_started(self, pid: int) -> None:
+        self.root = Root.of(pid)
+        self.running.set()
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._accept, name="agent-mcp", daemon=True)
@@ -113,9 +121,11 @@ class Servers:
             # Each session is a process outside the sandbox: an agent opening connection
             # after connection gets a few, not a process per connection.
             self.processes = [p for p in self.processes if p.poll() is None]
-            if len(self.processes) >= MAX_SESSIONS:
+            self.running.wait()
+            if len(self.processes) >= MAX_SESSIONS or self.root is None:
                 conn.close()
                 continue
+            env = {**os.environ, PAUSE_ENV: self.root.to_env()}
             with conn, open(self.log, "ab") as log:
                 self.processes.append(
                     subprocess.Popen(
@@ -124,6 +134,7 @@ class Servers:
                         stdout=conn.fileno(),
                         stderr=log,
                         cwd=self.cwd,
+                        env=env,
                     )
                 )
 
@@ -135,6 +146,7 @@ class Servers:
         except OSError:
             pass
         self.listener.close()
+        self.running.set()
         if self.thread is not None:
             self.thread.join()
         for proc in self.processes:
@@ -220,7 +232,12 @@ def _run(
             argv = confined.wrap(["bash", "-c", command], write_end)
             servers.start()  # blocked in accept(): it holds no lock the child could need
             code = run_attached(
-                argv, env=env, cwd=workspace, setup=confined.child_setup, pass_fds=(write_end,)
+                argv,
+                env=env,
+                cwd=workspace,
+                setup=confined.child_setup,
+                pass_fds=(write_end,),
+                started=servers.sandbox_started,
             )
         finally:
             os.close(write_end)

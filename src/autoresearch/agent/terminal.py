@@ -36,11 +36,12 @@ def run_attached(
     cwd: Path,
     setup: Callable[[], None] | None = None,
     pass_fds: Iterable[int] = (),
+    started: Callable[[int], None] = lambda pid: None,
 ) -> int:
     """Run `argv` for the person at the terminal; its exit code (128 + N: killed by
-    signal N)."""
+    signal N). `started` is told its pid once it runs."""
     if os.isatty(0) and os.isatty(1):
-        return _on_pty(argv, env, cwd, setup, tuple(pass_fds))
+        return _on_pty(argv, env, cwd, setup, tuple(pass_fds), started)
     proc = subprocess.Popen(
         list(argv),
         env=env,
@@ -50,6 +51,7 @@ def run_attached(
         pass_fds=tuple(pass_fds),
     )
     try:
+        started(proc.pid)
         while not _ended(proc.pid, None):
             pass
     finally:
@@ -63,6 +65,7 @@ def _on_pty(
     cwd: Path,
     setup: Callable[[], None] | None,
     pass_fds: tuple[int, ...],
+    started: Callable[[int], None],
 ) -> int:
     master, slave = pty.openpty()
     _copy_size(0, slave)
@@ -86,6 +89,11 @@ def _on_pty(
         )
     finally:
         os.close(slave)
+    try:
+        started(proc.pid)
+    except BaseException:
+        _end(proc)
+        raise
     saved = termios.tcgetattr(0)
 
     def resized(signum: int, frame: FrameType | None) -> None:
