@@ -72,3 +72,38 @@ def test_the_tree_is_held_still_and_let_go(tmp_path: Path) -> None:
 def test_without_a_sandbox_nothing_is_paused(tmp_path: Path) -> None:
     with paused(None):
         pass
+
+
+def test_two_sessions_pauses_take_turns(tmp_path: Path) -> None:
+    """A second `step` (another MCP session) waits for the first: the end of one cannot
+    let the agent run while the other still works."""
+    import threading
+
+    beats = tmp_path / "beats"
+    tree = subprocess.Popen(["bash", "-c", TREE.format(beats=beats)], start_new_session=True)
+    lock = tmp_path / "pause.lock"
+    seen: list[str] = []
+    try:
+        time.sleep(0.2)
+        root = Root.of(tree.pid)
+        first_in = threading.Event()
+
+        def second() -> None:
+            first_in.wait()
+            with paused(root, lock):
+                seen.append("second in")
+            seen.append("second out")
+
+        other = threading.Thread(target=second)
+        other.start()
+        with paused(root, lock):
+            first_in.set()
+            time.sleep(0.3)
+            assert seen == [] and not grows(beats)
+            seen.append("first out")
+        other.join()
+        assert seen == ["first out", "second in", "second out"]
+        assert grows(beats)
+    finally:
+        os.killpg(tree.pid, 9)
+        tree.wait()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field
 
-from autoresearch.agent.pause import PAUSE_ENV, Root, paused
+from autoresearch.agent.pause import LOCK_NAME, PAUSE_ENV, Root, paused
 from autoresearch.errors import AutoresearchError
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class CampaignTools:
         from autoresearch.agent.mode import start
 
         campaign = self.campaign()
-        with paused(self.pause):
+        with paused(self.pause, campaign.state_dir / LOCK_NAME):
             report = start(campaign)
         return StepResult.model_validate(_step_json(report.to_json()))
 
@@ -210,7 +210,7 @@ class CampaignTools:
         from autoresearch.agent.mode import step
 
         campaign = self.campaign()
-        with paused(self.pause):
+        with paused(self.pause, campaign.state_dir / LOCK_NAME):
             report = step(campaign, description)
         return StepResult.model_validate(_step_json(report.to_json()))
 

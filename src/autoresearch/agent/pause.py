@@ -17,11 +17,13 @@ never signalled.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from autoresearch.errors import AutoresearchError
 
@@ -30,6 +32,7 @@ STOPPED = ("T", "t", "Z", "X")
 # Set for the MCP servers of a sandboxed session (never inside the sandbox): the sandbox's
 # bubblewrap process, as `Root.to_env` writes it.
 PAUSE_ENV = "AUTORESEARCH_AGENT_SANDBOX"
+LOCK_NAME = "agent-pause.lock"
 
 
 @dataclass(frozen=True)
@@ -145,13 +148,22 @@ def resume(root: Root) -> None:
 
 
 @contextlib.contextmanager
-def paused(root: Root | None) -> Iterator[None]:
-    """The sandbox of `root` held still for the block (nothing when there is none)."""
+def paused(root: Root | None, lock: Path | None = None) -> Iterator[None]:
+    """The sandbox of `root` held still for the block (nothing when there is none).
+
+    `lock` (a file in the campaign's folder, out of the sandbox's sight) makes the
+    sessions' pauses take turns: a second `step` waits for the first, so that its end
+    cannot continue the agent while the first one still works."""
     if root is None:
         yield
         return
-    stop(root)
-    try:
-        yield
-    finally:
-        resume(root)
+    with contextlib.ExitStack() as stack:
+        if lock is not None:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            stack.callback(os.close, fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        stop(root)
+        try:
+            yield
+        finally:
+            resume(root)
