@@ -538,9 +538,10 @@ exit 5
         if proc.poll() is not None and not ready:
             break
     os.close(master)
-    assert proc.wait(timeout=30) == 5, seen.decode(errors="replace")
-    assert (out / "tty").read_text() == "terminal\n"
-    assert (out / "line").read_text() == "got:hello\n"
+    shown = seen.decode(errors="replace")
+    assert proc.wait(timeout=30) == 5, shown
+    assert (out / "tty").read_text() == "terminal\n", shown
+    assert (out / "line").read_text() == "got:hello\n", shown
     beat = (out / "beat").read_text()
     time.sleep(0.3)
     assert (out / "beat").read_text() == beat
