@@ -73,7 +73,7 @@ with open("{windows}", "a") as log:
 """
 
 
-def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
+def agent_repo(tmp_path: Path, **overrides: object) -> tuple[Path, Path]:
     """The toy campaign (score = N, minimised, read slowly enough for a watcher to act), an
     out folder the sandbox may write (`[sandbox] writable`), and a secret in the checkout."""
     out = tmp_path / "out"
@@ -85,6 +85,7 @@ def agent_repo(tmp_path: Path) -> tuple[Path, Path]:
             "metric.timeout": 60,
             "sandbox.writable": [str(out)],
             "sandbox.isolation": "bwrap",
+            **overrides,
         }
     )
     repo = make_repo(
@@ -304,6 +305,38 @@ AUTORESEARCH_MCP_CONFIG="$4" {sys.executable} {client} status '{{}}'
     assert (out / "state").exists() and not (out / "bashrc").exists()
     assert not (home / ".bashrc").exists()
     assert not (out / "token").read_text()
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.parametrize(("network", "expected"), [("off", "refused"), ("on", "reached")])
+def test_the_agent_reaches_only_the_network_the_proposer_may(
+    tmp_path: Path, network: str, expected: str
+) -> None:
+    """`[proposer] network` holds for the sandboxed agent as for a proposer: with "off" a
+    service on the machine's loopback is out of its reach, while `step` still reaches the
+    engine (a unix socket, not the network)."""
+    import socket
+
+    repo, out = agent_repo(tmp_path, **{"proposer.network": network})
+    service = socket.create_server(("127.0.0.1", 0))
+    port = service.getsockname()[1]
+    client = tmp_path / "client.py"
+    client.write_text(CLIENT)
+    probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
+    script = tmp_path / "agent.sh"
+    script.write_text(
+        f"""{sys.executable} -c "{probe}" && echo reached > {out}/net || echo refused > {out}/net
+{sys.executable} {client} status '{{}}'
+"""
+    )
+    try:
+        ran = run_start(repo, f"bash {script}")
+    finally:
+        service.close()
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert (out / "net").read_text() == expected + "\n"
+    assert marked(ran.stdout, "STATUS-RESULT")["campaign"] == "toy"
 
 
 def test_the_agent_presets_and_their_mcp_config(tmp_path: Path) -> None:

@@ -39,12 +39,14 @@ from autoresearch.errors import AutoresearchError
 from autoresearch.isolation.confinement import AGENT_STATE, Confined, Confinement
 from autoresearch.isolation.owned import remove
 from autoresearch.isolation.process import SANDBOX_EXITED, drain
+from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.proposers import proposer_confinement
 
 SOCKET_NAME = "mcp.sock"
 CONFIG_NAME = "mcp.json"
 RELAY_NAME = "relay.py"
 SERVER_LOG = "agent-mcp.log"
+NETWORK_LOG = "agent-network.log"  # under network = "allow": what the proxy refused
 # Set inside the sandbox: where the relay connects, and the MCP config naming the relay.
 SOCKET_ENV = "AUTORESEARCH_AGENT_SOCKET"
 CONFIG_ENV = "AUTORESEARCH_MCP_CONFIG"
@@ -182,10 +184,35 @@ def confinement_of(campaign: Campaign) -> Confinement:
     return confinement
 
 
+def agent_network(
+    campaign: Campaign, preset: str | None, confinement: Confinement
+) -> ProposerNetwork:
+    """What the agent may reach: `[proposer] network` and `allow_hosts` as for a proposer
+    of the campaign (its preset's model API when `allow` lists no host); any host when
+    the config says nothing."""
+    from pydantic import ValidationError
+
+    from autoresearch.proposers.agents import PRESETS
+    from autoresearch.proposers.network import NetworkOptions, proposer_network
+
+    given = campaign.config.proposer.options()
+    wanted = {k: given[k] for k in ("network", "allow_hosts") if k in given}
+    try:
+        options = NetworkOptions.model_validate(wanted)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        key = ".".join(str(p) for p in problem["loc"]) or "network"
+        raise AutoresearchError(
+            f"{campaign.display_path()}: key 'proposer.{key}': {problem['msg']}; fix it."
+        ) from None
+    hosts = PRESETS[preset].hosts if preset in PRESETS else ()
+    return proposer_network(options, confinement, campaign.display_path(), hosts, "the agent")
+
+
 def check(campaign: Campaign, command: str) -> None:
     """Refuse, before anything is measured, an agent command that cannot run."""
-    preset_of(command)
-    confinement_of(campaign)
+    preset = preset_of(command)
+    agent_network(campaign, preset, confinement_of(campaign))
 
 
 def run_agent(campaign: Campaign, command: str, config_path: Path | None = None) -> int:
@@ -194,11 +221,15 @@ def run_agent(campaign: Campaign, command: str, config_path: Path | None = None)
     preset = preset_of(command)
     workspace = campaign.state_dir / "worktree"
     confinement = confinement_of(campaign)
+    logs = campaign.state_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
     confined = confinement.prepare(
         workspace,
         os.environ,
         readonly=_interpreter(campaign.root),
         writable=AGENT_STATE.get(preset or "", ()),
+        network=agent_network(campaign, preset, confinement),
+        log=logs / NETWORK_LOG,
         purpose="agent",
     )
     tmpdir = confined.description_file.parent
@@ -211,12 +242,14 @@ def run_agent(campaign: Campaign, command: str, config_path: Path | None = None)
         listen(socket_path),
         server_argv(config_path),
         campaign.root,
-        campaign.state_dir / "logs" / SERVER_LOG,
+        logs / SERVER_LOG,
     )
-    servers.log.parent.mkdir(parents=True, exist_ok=True)
     env = {**confined.env, SOCKET_ENV: str(socket_path), CONFIG_ENV: str(config_file)}
     try:
-        return _run(confined, agent_command(command, preset, config_file), env, workspace, servers)
+        with confined:
+            return _run(
+                confined, agent_command(command, preset, config_file), env, workspace, servers
+            )
     finally:
         servers.close()
         remove(tmpdir)
