@@ -399,6 +399,40 @@ def test_the_relay_carries_both_ways_over_a_long_socket_path(tmp_path: Path) -> 
     assert gone.returncode == 1 and "has ended" in gone.stderr
 
 
+def test_inside_the_sandbox_autoresearch_mcp_relays_to_the_session(tmp_path: Path) -> None:
+    """A server the agent's own config registers (`autoresearch mcp`, from `setup --user`)
+    is, inside the sandbox, a relay to the session's server: never a campaign of the
+    workspace's own."""
+    import threading
+
+    from autoresearch.agent.sandboxed import listen
+
+    path = tmp_path / "mcp.sock"
+    listener = listen(path)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as lines:
+            conn.sendall(b"session: " + lines.readline())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    repo, _ = agent_repo(tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-m", "autoresearch", "mcp"],
+        cwd=repo,
+        input=b'{"jsonrpc": "2.0"}\n',
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(SRC), SOCKET_ENV: str(path)},
+    )
+    thread.join()
+    listener.close()
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == b'session: {"jsonrpc": "2.0"}\n'
+    assert not (repo / ".autoresearch").exists()
+
+
 def test_inside_the_sandbox_start_and_step_point_to_the_mcp_tools(
     tmp_path: Path, invoke: Runner
 ) -> None:

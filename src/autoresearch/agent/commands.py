@@ -93,7 +93,7 @@ def _refuse_inside(command: str) -> None:
     that needs them says what to use instead."""
     import os
 
-    from autoresearch.agent.sandboxed import SOCKET_ENV
+    from autoresearch.agent.relay import SOCKET_ENV
 
     if os.environ.get(SOCKET_ENV):
         raise AutoresearchError(

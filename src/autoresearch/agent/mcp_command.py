@@ -10,6 +10,7 @@ registers the same command.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -59,11 +60,17 @@ def _errors(func: F) -> F:
 @_errors
 def mcp_(config_path: Path | None, connect: Path | None) -> None:
     """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
-    client over stdio. Needs: pip install 'autoresearch[mcp]'."""
-    if connect is not None:
-        from autoresearch.agent.relay import main as relay_main
+    client over stdio (in the sandbox of `start --agent`: relay to its server). Needs:
+    pip install 'autoresearch[mcp]'."""
+    from autoresearch.agent import relay
 
-        sys.exit(relay_main([str(connect)]))
+    # Inside the sandbox of `start --agent` the campaign is out of reach: a server
+    # registered there (`setup --user`, say) relays to the session's own.
+    sandboxed = os.environ.get(relay.SOCKET_ENV)
+    if connect is None and sandboxed:
+        connect = Path(sandboxed)
+    if connect is not None:
+        sys.exit(relay.main([str(connect)]))
     from autoresearch.agent.mcp_server import serve
     from autoresearch.gitcmd import repo_root
 

@@ -19,6 +19,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# Set inside the sandbox of `start --agent`: the socket the relay connects to, and the MCP
+# config that names the relay.
+SOCKET_ENV = "AUTORESEARCH_AGENT_SOCKET"
+CONFIG_ENV = "AUTORESEARCH_MCP_CONFIG"
 # sockaddr_un holds 108 bytes, the terminating zero included.
 SUN_PATH_MAX = 107
 CHUNK = 65536

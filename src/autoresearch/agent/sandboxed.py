@@ -47,9 +47,7 @@ CONFIG_NAME = "mcp.json"
 RELAY_NAME = "relay.py"
 SERVER_LOG = "agent-mcp.log"
 NETWORK_LOG = "agent-network.log"  # under network = "allow": what the proxy refused
-# Set inside the sandbox: where the relay connects, and the MCP config naming the relay.
-SOCKET_ENV = "AUTORESEARCH_AGENT_SOCKET"
-CONFIG_ENV = "AUTORESEARCH_MCP_CONFIG"
+SOCKET_ENV, CONFIG_ENV = relay.SOCKET_ENV, relay.CONFIG_ENV
 SERVER = "autoresearch"
 MAX_SESSIONS = 4  # MCP sessions served at once
 # Presets whose CLI takes an MCP config file on its command line, and the flag.
