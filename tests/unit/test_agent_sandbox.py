@@ -612,3 +612,18 @@ exit 5
     beat = (out / "beat").read_text()
     time.sleep(0.3)
     assert (out / "beat").read_text() == beat
+
+
+@needs_bwrap
+def test_a_second_session_is_refused_while_one_runs(tmp_path: Path, invoke: Runner) -> None:
+    """A second `start --agent` on the campaign would take the first one's TMPDIR and
+    socket over: it is refused, before anything is measured, while the first runs."""
+    from autoresearch.agent.sandboxed import one_session
+    from autoresearch.config import load_campaign
+
+    repo, _ = agent_repo(tmp_path)
+    with one_session(load_campaign(repo)):
+        refused = invoke(repo, "start", "--agent", "bash -c true")
+    assert refused.returncode == 1
+    assert "session already" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (repo / ".autoresearch" / "toy" / "ledger.jsonl").exists()

@@ -20,6 +20,7 @@ command finds it in `AUTORESEARCH_MCP_CONFIG` (and the socket in `AUTORESEARCH_A
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -28,6 +29,8 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +49,8 @@ SOCKET_NAME = "mcp.sock"
 CONFIG_NAME = "mcp.json"
 RELAY_NAME = "relay.py"
 SERVER_LOG = "agent-mcp.log"
-NETWORK_LOG = "agent-network.log"  # under network = "allow": what the proxy refused
+NETWORK_LOG = "agent-network.log"
+SESSION_LOCK = "agent-session.lock"  # under network = "allow": what the proxy refused
 SOCKET_ENV, CONFIG_ENV = relay.SOCKET_ENV, relay.CONFIG_ENV
 SERVER = "autoresearch"
 MAX_SESSIONS = 4  # MCP sessions served at once
@@ -207,15 +211,42 @@ def agent_network(
     return proposer_network(options, confinement, campaign.display_path(), hosts, "the agent")
 
 
+@contextmanager
+def one_session(campaign: Campaign) -> Iterator[None]:
+    """The campaign's one sandboxed session: a second would take its TMPDIR (and socket)
+    over, so it is refused while the first runs."""
+    campaign.state_dir.mkdir(parents=True, exist_ok=True)
+    path = campaign.state_dir / SESSION_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AutoresearchError(
+                f"campaign '{campaign.name}' has a sandboxed agent session already "
+                "(`autoresearch start --agent`); end it first, or use its MCP tools."
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def check(campaign: Campaign, command: str) -> None:
     """Refuse, before anything is measured, an agent command that cannot run."""
     preset = preset_of(command)
     agent_network(campaign, preset, confinement_of(campaign))
+    with one_session(campaign):
+        pass
 
 
 def run_agent(campaign: Campaign, command: str, config_path: Path | None = None) -> int:
     """Run `command` in the sandbox on the campaign's workspace (already started), serve
     its MCP sessions until it ends, and return its exit code."""
+    with one_session(campaign):
+        return _session(campaign, command, config_path)
+
+
+def _session(campaign: Campaign, command: str, config_path: Path | None) -> int:
     preset = preset_of(command)
     workspace = campaign.state_dir / "worktree"
     confinement = confinement_of(campaign)
