@@ -49,8 +49,8 @@ SOCKET_NAME = "mcp.sock"
 CONFIG_NAME = "mcp.json"
 RELAY_NAME = "relay.py"
 SERVER_LOG = "agent-mcp.log"
-NETWORK_LOG = "agent-network.log"
-SESSION_LOCK = "agent-session.lock"  # under network = "allow": what the proxy refused
+NETWORK_LOG = "agent-network.log"  # under network = "allow": what the proxy refused
+SESSION_LOCK = "agent-session.lock"
 SOCKET_ENV, CONFIG_ENV = relay.SOCKET_ENV, relay.CONFIG_ENV
 SERVER = "autoresearch"
 MAX_SESSIONS = 4  # MCP sessions served at once
