@@ -100,13 +100,22 @@ def _on_pty(
         _copy_size(0, master)
 
     previous = signal.signal(signal.SIGWINCH, resized)
+    relayed = False
     try:
         tty.setraw(0)
         _relay(master, proc.pid)
+        relayed = True
     finally:
         termios.tcsetattr(0, termios.TCSAFLUSH, saved)
         signal.signal(signal.SIGWINCH, previous)
         os.close(master)
+        if not relayed:
+            _end(proc)
+    try:
+        # The terminal closes as the sandbox's processes die, a moment before bubblewrap
+        # reports the command's exit code: wait for that, not kill it first.
+        _ended(proc.pid, None)
+    finally:
         _end(proc)
     return _code(proc)
 
