@@ -1,0 +1,249 @@
+"""A real timing campaign on a library from the package registry, beside a busy neighbour.
+
+The library is Python-Markdown (pure Python; `pip download` of its source distribution,
+which ships its own test suite). The metric is one wall-clock conversion of a generated
+document of about 20 KB with the `extra` extensions (0.1-0.5 s here); the guard is the
+library's own suite (`python -m unittest discover tests`). The baseline is the released code
+with two inefficiencies put into `Markdown.convert` (a deep copy of the element tree before
+it is serialised, and one serialisation more than needed), so that the campaign has real
+speedups to find: a scripted proposer offers, in an order shuffled per campaign, the two
+patches that remove them, three neutral renames and one slower change (two more deep
+copies). `--neighbour` processes spin on the CPUs throughout.
+
+Each campaign ends with `autoresearch confirm --repeat N --json` (the kept best against the
+baseline, interleaved pairs, the neighbour still running). Printed per campaign: the kept
+changes, whether confirm confirms the kept best, and whether the slower change was kept.
+
+    python bench/real_timing.py [--campaigns 5] [--neighbour 1] [--pairs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from gitrepo import commit_all
+
+PACKAGE = "Markdown==3.11.3"
+BUSY = "while True: pass"
+
+# (name, kind, old, new): `kind` is speedup, neutral or slower; the proposer replaces every
+# occurrence of `old` in markdown/core.py by `new`.
+COPY_LINE = "        root = copy.deepcopy(root)  # the serializer gets its own tree\n"
+CHECK_LINE = "        self.serializer(root)  # fail early on a tree that cannot be serialised\n"
+SERIALIZE = "        output = self.serializer(root)\n"
+PATCHES: list[tuple[str, str, str, str]] = [
+    ("drop the tree's deep copy", "speedup", COPY_LINE, ""),
+    ("drop the extra serialisation", "speedup", CHECK_LINE, ""),
+    ("rename newRoot to new_root", "neutral", "newRoot", "new_root"),
+    ("rename prep to preprocessor", "neutral", "prep.run(", "preprocessor.run("),
+    ("rename pp to postprocessor", "neutral", "pp.run(output)", "postprocessor.run(output)"),
+    (
+        "copy the tree twice more",
+        "slower",
+        SERIALIZE,
+        "        root = copy.deepcopy(copy.deepcopy(root))\n" + SERIALIZE,
+    ),
+]
+RENAMED_LOOPS = {
+    "prep.run(": ("for prep in", "for preprocessor in"),
+    "pp.run(output)": ("for pp in", "for postprocessor in"),
+}
+
+BENCH = """\
+import sys
+import time
+
+sys.path.insert(0, ".")
+import markdown  # noqa: E402
+
+parts = []
+for i in range(60):
+    parts.append(
+        f"## Section {i}\\n\\nSome *emphasis* and **strong** text with a [link](http://e.com/{i}) "
+        f"and `code {i}` in a paragraph that goes on & has <b>html</b>.\\n\\n"
+        f"- item one {i}\\n- item _two_ {i}\\n    - nested\\n\\n> a quote {i}\\n\\n"
+        f"    code block {i}\\n\\n1. first\\n2. second with ![img](a.png)\\n\\n"
+    )
+doc = "".join(parts)
+start = time.perf_counter()
+markdown.markdown(doc, extensions=["extra"])
+print(f"time_ms: {1000 * (time.perf_counter() - start):.3f}")
+"""
+
+PROPOSER = """\
+import json, os, sys
+plan = json.load(open(sys.argv[1]))
+i = int(os.environ["AUTORESEARCH_ITERATION"])
+if i > len(plan):
+    sys.exit("no patch left")
+name, kind, old, new, extra = plan[i - 1]
+path = "markdown/core.py"
+text = open(path).read()
+if old not in text:
+    sys.exit(f"{name}: already applied")
+text = text.replace(old, new)
+if extra:
+    text = text.replace(extra[0], extra[1])
+open(path, "w").write(text)
+open(os.environ["AUTORESEARCH_DESCRIPTION_FILE"], "w").write(name)
+print(name)
+"""
+
+CONFIG = """\
+name = "markdown"
+goal = "make Markdown.convert faster"
+scope = ["markdown"]
+harness = ["bench.py", "tests"]
+
+[metric]
+command = "python bench.py"
+direction = "minimize"
+pattern = 'time_ms: ([0-9.]+)'
+timeout = 120
+noise = "time"
+
+[decision]
+rule = "auto"
+max_samples = 8
+confirm = 0
+
+[guard]
+command = "python -m unittest discover -q tests"
+timeout = 300
+
+[stop]
+max_iterations = {attempts}
+
+[proposer]
+kind = "command"
+command = "{python} {proposer} {plan}"
+network = "off"
+"""
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def library(base: Path) -> Path:
+    """The library's source distribution, unpacked once."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+         "-q", "-d", str(base / "dl"), PACKAGE],
+        check=True,
+    )  # fmt: skip
+    archive = next((base / "dl").glob("*.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(base / "src", filter="data")
+    return next((base / "src").iterdir())
+
+
+def one_campaign(index: int, source: Path, base: Path, pairs: int) -> dict[str, object]:
+    repo = base / f"markdown-{index}"
+    repo.mkdir()
+    shutil.copytree(source / "markdown", repo / "markdown")
+    shutil.copytree(source / "tests", repo / "tests")
+    core = repo / "markdown" / "core.py"
+    text = core.read_text()
+    assert SERIALIZE in text and "import codecs\n" in text
+    text = text.replace("import codecs\n", "import codecs\nimport copy\n", 1)
+    core.write_text(text.replace(SERIALIZE, COPY_LINE + CHECK_LINE + SERIALIZE, 1))
+    (repo / "bench.py").write_text(BENCH)
+    order = list(PATCHES)
+    random.Random(index).shuffle(order)
+    plan = [(*p, RENAMED_LOOPS.get(p[2])) for p in order]
+    (base / f"plan-{index}.json").write_text(json.dumps(plan))
+    (repo / "autoresearch.toml").write_text(
+        CONFIG.format(
+            attempts=len(plan),
+            python=sys.executable,
+            proposer=base / "propose.py",
+            plan=base / f"plan-{index}.json",
+        )
+    )
+    commit_all(repo)
+    run = cli(repo, "run", "--plain")
+    if run.returncode != 0:
+        raise SystemExit(f"campaign {index} failed: {run.stdout[-3000:]} {run.stderr[-3000:]}")
+    ledger = [
+        json.loads(line)
+        for line in (repo / ".autoresearch" / "markdown" / "ledger.jsonl").read_text().splitlines()
+    ]
+    by_iteration = {r.get("iteration"): r for r in ledger}
+    kept = []
+    for i, (name, kind, *_rest) in enumerate(plan, 1):
+        record = by_iteration.get(i)
+        if record is not None and record.get("status") == "keep":
+            kept.append((name, kind))
+    row: dict[str, object] = {
+        "campaign": index,
+        "kept": [name for name, _ in kept],
+        "speedups_kept": sum(1 for _, kind in kept if kind == "speedup"),
+        "slower_kept": sum(1 for _, kind in kept if kind == "slower"),
+        "statuses": [by_iteration.get(i, {}).get("status") for i in range(1, len(plan) + 1)],
+    }
+    if not kept:
+        row["confirmed"] = None
+        return row
+    confirm = cli(repo, "confirm", "--repeat", str(pairs), "--json")
+    if confirm.returncode not in (0, 1) or not confirm.stdout.strip():
+        raise SystemExit(f"confirm {index} failed: {confirm.stdout} {confirm.stderr}")
+    found = json.loads(confirm.stdout)
+    row.update(
+        confirmed=found.get("confirmed"),
+        gain_pct=found.get("gain_pct"),
+        low_pct=found.get("low_pct"),
+        high_pct=found.get("high_pct"),
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaigns", type=int, default=5)
+    parser.add_argument("--neighbour", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=10, help="pairs for confirm")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ar-real-timing-") as tmp:
+        base = Path(tmp)
+        source = library(base)
+        (base / "propose.py").write_text(PROPOSER)
+        busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.neighbour)]
+        try:
+            for index in range(1, args.campaigns + 1):
+                row = one_campaign(index, source, base, args.pairs)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+    confirmed = sum(1 for r in rows if r.get("confirmed"))
+    slower = sum(1 for r in rows if r["slower_kept"])
+    print(
+        f"\n{len(rows)} campaigns on {PACKAGE} ({len(PATCHES)} patches each: 2 speedups, "
+        f"3 renames, 1 slower) beside {args.neighbour} busy process(es): kept best confirmed "
+        f"by `confirm --repeat {args.pairs}` in {confirmed}/{len(rows)}; campaigns that kept "
+        f"the slower change: {slower}"
+    )
+
+
+if __name__ == "__main__":
+    main()
