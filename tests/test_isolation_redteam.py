@@ -1,0 +1,192 @@
+"""The trust boundary, third round: ways around the sandbox that neither
+`tests/test_isolation.py` nor `tests/test_isolation_channels.py` try. Each test is a real
+campaign (or a real sandboxed command) whose candidate code or proposer misbehaves, run
+under bubblewrap, and asserts the promise itself: the kept number against the commit's
+honest number, what reached the proposer's commits, the user's files byte for byte.
+
+An attack that breaks a promise today is a strict xfail whose reason names the mechanism;
+the others are regression tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autoresearch.attempt import AttemptRecord
+from autoresearch.testing.repo import git
+from test_isolation import (
+    DOTENV_SECRET,
+    HONEST,
+    NAME,
+    assert_honest,
+    candidate_running,
+    everything_written,
+    ledger,
+    run,
+    user_repo,
+    user_state,
+)
+
+SANDBOX = "bwrap"
+
+
+def commit_files(repo: Path, files: dict[str, str], links: dict[str, str] | None = None) -> None:
+    """One more commit on the user's branch holding exactly `files` and `links` (the
+    user's other uncommitted work stays uncommitted)."""
+    names = []
+    for rel, text in files.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        names.append(rel)
+    for rel, target in (links or {}).items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() or path.is_symlink():
+            path.unlink()
+        path.symlink_to(target)
+        names.append(rel)
+    git(repo, "add", "--", *names)
+    git(repo, "commit", "-qm", "more", "--", *names)
+
+
+def committed_by_the_proposer(repo: Path, records: list[AttemptRecord]) -> bytes:
+    """Every file of every candidate commit the campaign recorded: what the proposer made."""
+    chunks = []
+    for record in records:
+        if record.commit and record.iteration >= 1:
+            listing = git(repo, "ls-tree", "-r", "--name-only", record.commit).splitlines()
+            for rel in listing:
+                chunks.append(
+                    subprocess.run(
+                        ["git", "-C", str(repo), "show", f"{record.commit}:{rel}"],
+                        capture_output=True,
+                        check=False,
+                    ).stdout
+                )
+    return b"\n".join(chunks)
+
+
+def never_kept_zero(records: list[AttemptRecord]) -> None:
+    assert all(r.metric != 0 for r in records if r.status.sets_best), records
+
+
+# == the harness, beyond its own files ==========================================================
+
+# The scoring runs in a process of its own, after the candidate's step, and reads only the
+# candidate's source text (never imports it), as the README advises: the harness `bench.py`
+# imports `scorer.py`, which is named in `harness` too.
+TWO_STEP = "python calc.py && python bench.py"
+SCORER = "def score(n):\n    return abs(n - 3)\n"
+READS_SOURCE = (
+    "import re\n"
+    "n = int(re.search(r'^N = (\\d+)', open('calc.py').read(), re.M).group(1))\n"
+)
+BENCH_WITH_SCORER = READS_SOURCE + "import scorer\nprint(f'score: {scorer.score(n)}')\n"
+
+
+def _candidate(body: str) -> str:
+    return f"    cat > calc.py <<'EOF'\nN = 9\nif __name__ == '__main__':\n{body}EOF"
+
+
+PYC_POISON = _candidate(
+    "    import importlib.util, os\n"
+    "    from importlib._bootstrap_external import _code_to_timestamp_pyc\n"
+    "    src = os.path.abspath('scorer.py')\n"
+    "    st = os.stat(src)\n"
+    "    code = compile('def score(n):\\n    return 0\\n', src, 'exec')\n"
+    "    pyc = importlib.util.cache_from_source(src)\n"
+    "    os.makedirs(os.path.dirname(pyc), exist_ok=True)\n"
+    "    open(pyc, 'wb').write(_code_to_timestamp_pyc(code, st.st_mtime, st.st_size))\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "only the harness files themselves are read-only: the candidate's step writes "
+        "__pycache__/scorer.cpython-*.pyc beside the harness module (the folder is "
+        "writable), stamped with the source's mtime and size, and the harness's process "
+        "loads that bytecode; scorer.py is untouched, so the fingerprint matches"
+    ),
+)
+def test_harness_module_replaced_by_forged_bytecode(tmp_path: Path) -> None:
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: PYC_POISON, 2: HONEST},
+        bench=BENCH_WITH_SCORER,
+        files={"scorer.py": SCORER},
+        harness=["bench.py", "scorer.py"],
+        **{"metric.command": TWO_STEP},
+    )
+    before = user_state(repo)
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records)
+    never_kept_zero(records)
+    assert user_state(repo) == before
+
+
+SHADOW_STDLIB = _candidate(
+    "    open('statistics.py', 'w').write('def fmean(values):\\n    return 0.0\\n')\n"
+)
+BENCH_WITH_STDLIB = (
+    READS_SOURCE + "import statistics\nprint(f'score: {statistics.fmean([abs(n - 3)])}')\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the measurement folder is writable and is sys.path[0] of the harness's own "
+        "process: the candidate's step writes statistics.py there and the harness imports "
+        "it instead of the standard library's; no harness glob can name a file the commit "
+        "does not hold"
+    ),
+)
+def test_standard_module_shadowed_for_a_harness_in_its_own_process(tmp_path: Path) -> None:
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: SHADOW_STDLIB, 2: HONEST},
+        bench=BENCH_WITH_STDLIB,
+        **{"metric.command": TWO_STEP},
+    )
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records)
+    never_kept_zero(records)
+
+
+REWRITE_LINK_TARGET = _candidate(
+    "    open('tools/bench_impl.py', 'w').write(\"print('score: 0')\\n\")\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a harness file that is a symbolic link is fingerprinted by its target's name and "
+        "skipped by the read-only mounts: the target (tools/bench_impl.py, out of scope "
+        "but in no harness glob) is rewritten by the candidate's step and run as the judge"
+    ),
+)
+def test_harness_file_that_is_a_link_has_its_target_rewritten(tmp_path: Path) -> None:
+    repo, state = user_repo(
+        tmp_path, SANDBOX, {1: REWRITE_LINK_TARGET, 2: HONEST}, **{"metric.command": TWO_STEP}
+    )
+    impl = READS_SOURCE + "print(f'score: {abs(n - 3)}')\n"
+    commit_files(repo, {"tools/bench_impl.py": impl}, links={"bench.py": "tools/bench_impl.py"})
+    before = user_state(repo)
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records)
+    never_kept_zero(records)
+    assert user_state(repo) == before
