@@ -10,9 +10,7 @@ the others are regression tests.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +21,6 @@ from autoresearch.testing.repo import git
 from test_isolation import (
     DOTENV_SECRET,
     HONEST,
-    NAME,
     assert_honest,
     candidate_running,
     everything_written,
@@ -52,7 +49,7 @@ def commit_files(repo: Path, files: dict[str, str], links: dict[str, str] | None
             path.unlink()
         path.symlink_to(target)
         names.append(rel)
-    git(repo, "add", "--", *names)
+    git(repo, "add", "-f", "--", *names)
     git(repo, "commit", "-qm", "more", "--", *names)
 
 
@@ -85,8 +82,7 @@ def never_kept_zero(records: list[AttemptRecord]) -> None:
 TWO_STEP = "python calc.py && python bench.py"
 SCORER = "def score(n):\n    return abs(n - 3)\n"
 READS_SOURCE = (
-    "import re\n"
-    "n = int(re.search(r'^N = (\\d+)', open('calc.py').read(), re.M).group(1))\n"
+    "import re\nn = int(re.search(r'^N = (\\d+)', open('calc.py').read(), re.M).group(1))\n"
 )
 BENCH_WITH_SCORER = READS_SOURCE + "import scorer\nprint(f'score: {scorer.score(n)}')\n"
 
@@ -190,3 +186,111 @@ def test_harness_file_that_is_a_link_has_its_target_rewritten(tmp_path: Path) ->
     assert_honest(repo, records)
     never_kept_zero(records)
     assert user_state(repo) == before
+
+
+# == what the proposer reads through the objects it borrows =====================================
+
+HOLDOUT_SECRET = "holdout-" + uuid.uuid4().hex
+HOLDOUT = {
+    "holdout.command": "cat data/holdout.txt >/dev/null && python bench.py",
+    "holdout.files": ["data/holdout.txt"],
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the holdout check refuses files tracked at the start commit only: a holdout file "
+        "that an earlier commit held (committed, then untracked and ignored) is in the "
+        "incumbent's history, which the proposer's own .git reads (git log -p)"
+    ),
+)
+def test_proposer_reads_the_holdout_from_the_repository_history(tmp_path: Path) -> None:
+    attack = HONEST + "\n    git log -p | grep -o 'holdout-[0-9a-f]*' | sed 's/^/# /' >> calc.py"
+    repo, state = user_repo(tmp_path, SANDBOX, {1: attack}, **HOLDOUT)
+    commit_files(repo, {"data/holdout.txt": f"{HOLDOUT_SECRET}\n"})
+    git(repo, "rm", "-q", "--cached", "data/holdout.txt")
+    git(repo, "commit", "-qm", "keep the holdout out of the repository")
+    run(repo)
+    assert HOLDOUT_SECRET.encode() not in committed_by_the_proposer(repo, ledger(state))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the proposer's .git borrows the user's whole object store through alternates: "
+        "`git cat-file --batch-all-objects` lists every object in it, the blobs of a "
+        "stash made with --all (the ignored .env) included, long after the stash was popped"
+    ),
+)
+def test_proposer_reads_a_popped_stash_of_ignored_files_from_the_objects(tmp_path: Path) -> None:
+    attack = (
+        HONEST + "\n    git cat-file --batch-all-objects --batch | grep -ao 'dotenv-[0-9a-f]*'"
+        " | sed 's/^/# /' >> calc.py"
+    )
+    repo, state = user_repo(tmp_path, SANDBOX, {1: attack})
+    # The user set everything aside for a moment, ignored files too, and took it back.
+    git(repo, "stash", "push", "--all", "-q")
+    git(repo, "stash", "pop", "-q")
+    assert DOTENV_SECRET in (repo / ".env").read_text()
+    run(repo)
+    assert DOTENV_SECRET.encode() not in committed_by_the_proposer(repo, ledger(state))
+
+
+# == the kernel: a user namespace of the command's own ==========================================
+
+
+def test_candidate_unmounts_what_hides_the_checkout_in_a_user_namespace(tmp_path: Path) -> None:
+    # No capability is handed on, but an unprivileged user namespace gives the command a
+    # full set of its own: it may unmount, bind and remount in its own mount namespace.
+    shell = (
+        "unshare -Urm sh -c '"
+        "umount -l @REPO@ 2>&1; cat @REPO@/.env; "
+        "mount -o remount,rw / 2>&1; mount --bind / /mnt 2>&1; cat /mnt@REPO@/.env; "
+        "mount -t tmpfs none @REPO@ 2>&1; echo gone > @REPO@/README.md; "
+        "echo owned >> /mnt@REPO@/README.md"
+        "' 2>&1 | tee /dev/stderr"
+    )
+    repo, _ = user_repo(tmp_path, SANDBOX, {1: candidate_running(shell)})
+    before = user_state(repo)
+    run(repo)
+    assert DOTENV_SECRET.encode() not in everything_written(repo)
+    assert user_state(repo) == before
+
+
+# == what a failed run's output carries to the proposer =========================================
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a failed guard's last lines go into the attempt's reason and the rework prompt "
+        "verbatim: what the guard's environment holds (a `[sandbox] pass_env` secret the "
+        "proposer is never given) reaches the proposer if the candidate prints it"
+    ),
+)
+def test_guard_output_hands_a_metric_only_secret_to_the_proposer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "metric-only-" + uuid.uuid4().hex
+    monkeypatch.setenv("AR_METRIC_TOKEN", secret)
+    candidate = (
+        "    cat > calc.py <<'EOF'\nimport os, sys\nN = 2\n"
+        "if sys.argv[0] == '-c' and os.environ.get('AR_METRIC_TOKEN'):\n"
+        "    print(os.environ['AR_METRIC_TOKEN'])\n    raise SystemExit(1)\nEOF"
+    )
+    thief = (
+        HONEST + "\n    grep -ao 'metric-only-[0-9a-f]*' \"$AUTORESEARCH_PROMPT_FILE\""
+        " | sed 's/^/# /' >> calc.py"
+    )
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: candidate, 2: thief},
+        **{
+            "guard.command": "python -c 'import calc'",
+            "sandbox.pass_env": ["AR_METRIC_TOKEN"],
+        },
+    )
+    run(repo)
+    assert secret.encode() not in committed_by_the_proposer(repo, ledger(state))
