@@ -10,6 +10,7 @@ the others are regression tests.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -294,3 +295,62 @@ def test_guard_output_hands_a_metric_only_secret_to_the_proposer(
     )
     run(repo)
     assert secret.encode() not in committed_by_the_proposer(repo, ledger(state))
+
+
+# == what candidate content does to the user's terminal =========================================
+
+# OSC 52 (write the clipboard), a window title, a screen clear, a bell.
+ESCAPES = "\\033]52;c;cm0gLXJmIH4K\\007 \\033]0;pwned\\007 \\033[2J"
+LOUD = (
+    HONEST + f"\n    printf 'IDEA: cache the table {ESCAPES}\\n'"
+    f"\n    printf 'set N to 7 {ESCAPES}\\n'"
+)
+CRASHES_LOUDLY = (
+    "    cat > calc.py <<'EOF'\nimport sys\n"
+    f"sys.stderr.write('boom {ESCAPES}\\n')\nraise SystemExit(1)\nEOF"
+)
+
+
+def _loud_campaign(tmp_path: Path) -> tuple[Path, Path]:
+    repo, state = user_repo(tmp_path, SANDBOX, {1: LOUD, 2: CRASHES_LOUDLY})
+    run(repo)
+    assert len(ledger(state)) == 3
+    return repo, state
+
+
+def test_commands_print_no_escape_sequence_a_candidate_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from autoresearch.cli import main
+
+    repo, _ = _loud_campaign(tmp_path)
+    monkeypatch.chdir(repo)
+    printed = []
+    for args in (["log"], ["status"], ["ideas"], ["show", "1"], ["show", "2"], ["diff", "1"]):
+        result = CliRunner().invoke(main, args, color=True)
+        assert result.exception is None or isinstance(result.exception, SystemExit), args
+        printed.append(result.output)
+    seen = "\n".join(printed)
+    assert "pwned" in seen or "cache the table" in seen, seen  # the content was shown
+    # The commands' own colours (SGR) aside, no escape or bell reaches the terminal.
+    bare = re.sub(r"\x1b\[[0-9;]*m", "", seen)
+    assert "\x1b" not in bare and "\x07" not in bare, seen
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the engine appends the proposer's IDEA lines to the backlog in the user's checkout "
+        "with only NUL and whitespace removed: ESC and BEL stay, so `cat "
+        "autoresearch.ideas.md` writes the proposer's clipboard and title sequences to the "
+        "user's terminal"
+    ),
+)
+def test_backlog_in_the_checkout_holds_no_escape_sequence(tmp_path: Path) -> None:
+    repo, _ = _loud_campaign(tmp_path)
+    backlog = repo / "autoresearch.ideas.md"
+    text = backlog.read_text() if backlog.exists() else ""
+    assert "cache the table" in text, text
+    assert "\x1b" not in text and "\x07" not in text
