@@ -354,3 +354,59 @@ def test_backlog_in_the_checkout_holds_no_escape_sequence(tmp_path: Path) -> Non
     text = backlog.read_text() if backlog.exists() else ""
     assert "cache the table" in text, text
     assert "\x1b" not in text and "\x07" not in text
+
+
+# == two slots at once: a measurement and a proposer side by side ===============================
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "with [executor] jobs > 1 another slot's proposer runs while a candidate's holdout "
+        "runs, and both share the host's loopback by default (`[sandbox] network = true`, "
+        '`[proposer] network = "on"`): the candidate sends the holdout file to a port the '
+        "other proposer listens on, and that proposer commits it"
+    ),
+)
+def test_holdout_sent_over_loopback_to_the_proposer_of_another_slot(tmp_path: Path) -> None:
+    port = _free_port()
+    sender = (
+        "    cat > calc.py <<'EOF'\nimport os, socket\nN = 2\n"
+        "if os.path.exists('data/holdout.txt'):\n"
+        "    try:\n"
+        f"        with socket.create_connection(('127.0.0.1', {port}), 2) as s:\n"
+        "            s.sendall(open('data/holdout.txt', 'rb').read())\n"
+        "    except OSError:\n        pass\nEOF"
+    )
+    listener = (
+        "import socket\nserver = socket.socket()\n"
+        "server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        f"server.bind(('127.0.0.1', {port}))\nserver.listen()\nserver.settimeout(15)\n"
+        "try:\n    conn, _ = server.accept()\n    conn.settimeout(5)\n"
+        "    print('# ' + conn.recv(4096).decode(errors='replace').strip())\n"
+        "except OSError:\n    pass\n"
+    )
+    thief = (
+        f"    cat > \"$TMPDIR/listen.py\" <<'EOF'\n{listener}EOF\n"
+        "    echo 'N = 7' > calc.py\n"
+        '    python "$TMPDIR/listen.py" >> calc.py'
+    )
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: sender, 2: thief},
+        **{**HOLDOUT, "executor.jobs": 2},
+    )
+    holdout = repo / "data" / "holdout.txt"
+    holdout.parent.mkdir()
+    holdout.write_text(f"{HOLDOUT_SECRET}\n")
+    run(repo)
+    assert HOLDOUT_SECRET.encode() not in committed_by_the_proposer(repo, ledger(state))
