@@ -10,6 +10,7 @@ the others are regression tests.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import uuid
@@ -410,3 +411,61 @@ def test_holdout_sent_over_loopback_to_the_proposer_of_another_slot(tmp_path: Pa
     holdout.write_text(f"{HOLDOUT_SECRET}\n")
     run(repo)
     assert HOLDOUT_SECRET.encode() not in committed_by_the_proposer(repo, ledger(state))
+
+
+# == the kernel's keyrings through the other system call ABIs ===================================
+
+# The keyring calls made through the i386 ABI (`int 0x80`, which an x86-64 process may use)
+# and the x32 one (the native numbers with bit 30 set), with every pointer below 2 GiB.
+KEYRING_32 = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 8192, 7, 0x22 | 0x40, -1, 0)  # rwx, private anonymous, MAP_32BIT
+# six 32-bit words at [rdi]: eax, ebx, ecx, edx, esi, edi; then int 0x80
+code = bytes([0x53, 0x8b, 0x07, 0x8b, 0x5f, 0x04, 0x8b, 0x4f, 0x08, 0x8b, 0x57, 0x0c,
+              0x8b, 0x77, 0x10, 0x57, 0x8b, 0x7f, 0x14, 0xcd, 0x80, 0x5f, 0x5b, 0xc3])
+ctypes.memmove(page, code, len(code))
+call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(page)
+def at(offset, data):
+    ctypes.memmove(page + offset, data, len(data))
+    return page + offset
+def i386(*args):
+    words = (ctypes.c_int * 6)(*(list(args) + [0] * (6 - len(args))))
+    return call(ctypes.addressof(words))
+def x32(nr, *args):
+    return libc.syscall(0x40000000 | nr, *args)
+TYPE, DESC, VALUE = at(4096, b"user\\0"), at(4200, KEY + b"\\0"), at(4400, b"1")
+def found():
+    return i386(288, 10, -4, TYPE, DESC, 0) > 0 or x32(250, 10, -4, TYPE, DESC, 0) > 0
+def store():
+    i386(286, TYPE, DESC, VALUE, 1, -4)
+    x32(248, TYPE, DESC, VALUE, 1, -4)
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 and x32 ABIs of x86-64")
+def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
+    tmp_path: Path,
+) -> None:
+    key = "ar-cache32-" + uuid.uuid4().hex
+    code = KEYRING_32.replace("KEY + ", f"{key.encode()!r} + ")
+    candidate = f"N = 9\n{code}\nif found():\n    N = 3\nelse:\n    store()\n"
+    attack = f"    cat > calc.py <<'EOF'\n{candidate}EOF"
+    repo, state = user_repo(
+        tmp_path, SANDBOX, {1: attack}, **{"decision.rule": "repeats", "decision.repeats": 3}
+    )
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records)
+    measured = records[1]
+    assert set(measured.samples or [measured.metric]) == {6.0}, measured
+    # The same code outside the sandbox does reach the keyring: the attack is real here.
+    probe = tmp_path / "probe.py"
+    probe.write_text(code + "\nstore()\nprint(found())\n")
+    done = subprocess.run(
+        ["python3", str(probe)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.stdout.strip() == "True", done.stderr
