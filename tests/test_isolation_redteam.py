@@ -469,3 +469,44 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
         ["python3", str(probe)], capture_output=True, text=True, timeout=30, check=False
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+# == what the engine itself reads for a judge =================================================
+
+
+@pytest.mark.parametrize("target", ["@REPO@/.env", "../../../../.env"], ids=["absolute", "relative"])
+def test_judged_file_replaced_by_a_link_to_the_users_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    # The judge's material is read by the engine, outside the sandbox, and sent to the
+    # judge's API (a service outside the machine, as a rule).
+    from autoresearch.testing.fake_openai import serve
+
+    server_state, server = serve()
+    server_state.add(*['{"score": 50, "reason": "fine"}'] * 40)
+    monkeypatch.setenv("JUDGE_API_KEY", "k")
+    attack = f"    mkdir -p docs; rm -f docs/guide.md; ln -s '{target}' docs/guide.md"
+    try:
+        repo, _ = user_repo(
+            tmp_path,
+            SANDBOX,
+            {1: attack},
+            files={"docs/guide.md": "# guide\n", "rubric.md": "Score the guide.\n"},
+            scope=["docs/guide.md"],
+            harness=["rubric.md"],
+            metric=None,
+            judge={
+                "base_url": server_state.url,
+                "model": "judge",
+                "api_key_env": "JUDGE_API_KEY",
+                "rubric": "rubric.md",
+                "files": ["docs/*.md"],
+                "rounds": 1,
+            },
+        )
+        run(repo)
+    finally:
+        server.shutdown()
+    sent = "\n".join(server_state.texts())
+    assert "# guide" in sent  # the baseline was judged
+    assert DOTENV_SECRET not in sent
