@@ -732,6 +732,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         "home_visible": report.home,
         "keyrings": report.keyrings,
         "limits": report.limits,
+        "gpu": None if report.gpu is None else report.gpu.data(report.devices),
     }
 
     def lines() -> Iterable[str]:
@@ -755,6 +756,11 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         if report.keyrings:
             yield f"kernel keyrings: {escape(report.keyrings)}"
         yield f"limits: {escape(report.limits)}"
+        if report.gpu is not None:
+            yield from (escape(line) for line in report.gpu.lines(report.devices))
+            warning = report.gpu.warning(report.devices)
+            if warning:
+                yield f"[yellow]warning:[/] {escape(warning)}"
         if report.harness:
             yield "harness: " + escape(", ".join(report.harness))
         for k, m in enumerate(report.metric, 1):

@@ -218,6 +218,19 @@ class SandboxConfig(_Strict):
     # what a sandboxed command sees of the home folder besides the toolchain folders
     # (read-only; "~" shows it whole)
     home_readable: list[str] = Field(default_factory=list)
+    # device nodes shown to sandboxed commands: "auto" (the machine's GPUs), "none", or nodes
+    devices: Literal["auto", "none"] | list[str] = "auto"
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            for item in value:
+                if not item.strip():
+                    raise ValueError("lists an empty path")
+                if not item.startswith(("/", "~")):
+                    raise ValueError(f"{item!r} is not an absolute path (such as /dev/nvidia0)")
+        return value
 
 
 class ExecutorConfig(_Strict):
