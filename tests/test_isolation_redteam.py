@@ -474,7 +474,9 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
 # == what the engine itself reads for a judge =================================================
 
 
-@pytest.mark.parametrize("target", ["@REPO@/.env", "../../../../.env"], ids=["absolute", "relative"])
+@pytest.mark.parametrize(
+    "target", ["@REPO@/.env", "../../../../.env"], ids=["absolute", "relative"]
+)
 def test_judged_file_replaced_by_a_link_to_the_users_secret(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
 ) -> None:
@@ -510,3 +512,59 @@ def test_judged_file_replaced_by_a_link_to_the_users_secret(
     sent = "\n".join(server_state.texts())
     assert "# guide" in sent  # the baseline was judged
     assert DOTENV_SECRET not in sent
+
+
+# == daemons the kernel does not list in the engine's network namespace =========================
+
+LISTEN_ONCE = """
+import socket, sys
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(sys.argv[1])
+server.listen()
+print("ready", flush=True)
+server.settimeout(60)
+try:
+    conn, _ = server.accept()
+    conn.settimeout(5)
+    open(sys.argv[2], "wb").write(conn.recv(4096) or b"(connected)")
+except OSError:
+    pass
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the sockets covered are those /proc/net/unix lists, which is per network "
+        "namespace: a daemon that bound its socket file in another one (a container's, a "
+        "service's with PrivateNetwork) is not listed, and connect() by path works across "
+        "namespaces, so the command reaches it"
+    ),
+)
+def test_candidate_talks_to_a_daemon_bound_in_another_network_namespace(tmp_path: Path) -> None:
+    import shutil
+    import tempfile
+
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="ar-netns-", dir="/tmp"))  # short: sun_path
+    path, got = folder / "d.sock", tmp_path / "received"
+    daemon = subprocess.Popen(
+        ["unshare", "--net", "python3", "-c", LISTEN_ONCE, str(path), str(got)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline().strip() == "ready"
+        code = (
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.connect({str(path)!r}); s.sendall(b'run: rm -rf ~')"
+        )
+        repo, _ = user_repo(tmp_path, SANDBOX, {1: candidate_running(f"python3 -c {code!r}")})
+        run(repo)
+    finally:
+        daemon.kill()
+        daemon.wait()
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+    assert not got.exists(), got.read_bytes()
