@@ -568,3 +568,43 @@ def test_candidate_talks_to_a_daemon_bound_in_another_network_namespace(tmp_path
         path.unlink(missing_ok=True)
         folder.rmdir()
     assert not got.exists(), got.read_bytes()
+
+
+# == names git and the engine must carry whole ==================================================
+
+# A newline, a byte that is not UTF-8, a leading dash, a quote and git's pathspec magic.
+WEIRD = (b"new\nline", b"bad\xffbyte", b"-rf", b'q"uote', b":(top)bench.py", b"*")
+
+
+def test_weird_names_from_the_proposer_and_the_candidate_leave_the_engine_standing(
+    tmp_path: Path,
+) -> None:
+    names = ", ".join(repr(n) for n in WEIRD)
+
+    def maker(folder: str) -> str:
+        return (
+            f"import os\nos.makedirs({folder!r}, exist_ok=True)\nfor n in [{names}]:\n"
+            f"    open(os.path.join({folder.encode()!r}, n), 'wb').write(b'N = 3\\n')\n"
+        )
+
+    in_scope = HONEST + f"\n    python3 - <<'EOF'\n{maker('w')}EOF"
+    out_of_scope = HONEST + f"\n    python3 - <<'EOF'\n{maker('.')}EOF"
+    candidate = (
+        "    cat > calc.py <<'EOF'\nN = 8\nif __name__ == '__main__':\n"
+        + "".join(f"    {line}\n" for line in maker(".").splitlines())
+        + "EOF"
+    )
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: in_scope, 2: out_of_scope, 3: candidate, 4: "    echo 'N = 4' > calc.py"},
+        scope=["calc.py", "w/**"],
+        **{"metric.command": "python calc.py && python bench.py"},
+    )
+    before = user_state(repo)
+    result = run(repo)
+    assert result.error is None, result.error
+    records = ledger(state)
+    assert [r.iteration for r in records] == [0, 1, 2, 3, 4], records
+    assert_honest(repo, records)
+    assert user_state(repo) == before
