@@ -608,3 +608,40 @@ def test_weird_names_from_the_proposer_and_the_candidate_leave_the_engine_standi
     assert [r.iteration for r in records] == [0, 1, 2, 3, 4], records
     assert_honest(repo, records)
     assert user_state(repo) == before
+
+
+# == the agent-driven mode: the environment `step` is started with ============================
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the metric's environment is the allowlisted part of the environment `step` was "
+        "started with, and the agent starts `step` from its own shell: a PATH (or "
+        "PYTHONPATH, LD_LIBRARY_PATH) it exported there picks the interpreter the metric "
+        "runs, and a fake `python` prints the number; it is recorded as measured, not as "
+        "self-reported"
+    ),
+)
+def test_agent_picks_the_metrics_interpreter_through_the_environment_of_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autoresearch.agent import mode as agent_mode
+    from autoresearch.config import load_campaign
+    from autoresearch.executors import LocalExecutor
+
+    repo, state = user_repo(tmp_path, SANDBOX, {1: HONEST})
+    agent_mode.start(load_campaign(repo), executor=LocalExecutor())
+    work = agent_mode.workspace_path(load_campaign(repo))
+    (work / "calc.py").write_text("N = 9\n")  # honestly 6, better than the baseline (7)
+    fake = tmp_path / "agent-bin"
+    fake.mkdir()
+    (fake / "python").write_text("#!/bin/sh\necho 'score: 0'\n")
+    (fake / "python").chmod(0o755)
+    # What the agent's shell exported before it ran `autoresearch step`.
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    agent_mode.step(load_campaign(repo), "N to 9", executor=LocalExecutor())
+    records = ledger(state)
+    assert len(records) == 2, records
+    assert_honest(repo, records)
+    never_kept_zero(records)
