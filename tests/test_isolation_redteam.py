@@ -645,3 +645,56 @@ def test_agent_picks_the_metrics_interpreter_through_the_environment_of_step(
     assert len(records) == 2, records
     assert_honest(repo, records)
     never_kept_zero(records)
+
+
+# == a harness glob that matches a file the run creates ========================================
+
+TESTS = (
+    "import calc\n\n\ndef test_runs():\n    pass\n\n\n"
+    "def test_small():\n    assert calc.N < 10\n\n\n"
+    "def test_close():\n    assert abs(calc.N - 3) < 2\n"
+)
+
+
+def passed_score(repo: Path, commit: str) -> float | None:
+    from test_isolation import n_of
+
+    n = n_of(git(repo, "show", f"{commit}:calc.py"))
+    return None if n is None else 1.0 + (n < 10) + (abs(n - 3) < 2)
+
+
+ADDS_TESTS = _candidate(
+    "    body = ''.join(f'def test_{k}():\\n    pass\\n' for k in range(50))\n"
+    "    open('tests/test_zz_more.py', 'w').write(body)\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the harness is the files its globs matched at the start: a file the run creates "
+        "under a harness glob (tests/test_zz_more.py under tests/**) is neither mounted "
+        "read-only nor fingerprinted, and the harness's own discovery (pytest collecting "
+        "tests/) runs it as part of the judge"
+    ),
+)
+def test_harness_folder_gains_a_file_during_the_run(tmp_path: Path) -> None:
+    import sys
+
+    pytest_cmd = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: ADDS_TESTS, 2: HONEST},
+        files={"tests/test_calc.py": TESTS},
+        harness=["bench.py", "tests/**"],
+        **{
+            "metric.command": f"{sys.executable} calc.py && ({pytest_cmd} || true)",
+            "metric.pattern": "([0-9]+) passed",
+            "metric.direction": "maximize",
+        },
+    )
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records, passed_score)
+    assert all((r.metric or 0) <= 3 for r in records), records
