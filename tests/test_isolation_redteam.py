@@ -698,3 +698,40 @@ def test_harness_folder_gains_a_file_during_the_run(tmp_path: Path) -> None:
     records = ledger(state)
     assert_honest(repo, records, passed_score)
     assert all((r.metric or 0) <= 3 for r in records), records
+
+
+# == a Ray worker without bubblewrap ===========================================================
+
+REWRITES_THE_HARNESS = _candidate("    open('bench.py', 'w').write(\"print('score: 0')\\n\")\n")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the harness is checked after a run in the engine's own measurement folder, but a "
+        "Ray run happens in a fresh folder on the worker: where the worker has no "
+        'bubblewrap (isolation = "auto", or "none") nothing checks the harness after '
+        "the run, so a candidate that rewrites bench.py (no need to write it back) is kept; "
+        "the same attack with the local executor halts as tampered"
+    ),
+)
+def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed")
+    from autoresearch.config import ExecutorConfig, load_campaign
+    from autoresearch.engine import Engine
+    from autoresearch.executors.ray import RayExecutor
+
+    repo, state = user_repo(
+        tmp_path, "none", {1: REWRITES_THE_HARNESS, 2: HONEST}, **{"metric.command": TWO_STEP}
+    )
+    executor = RayExecutor(ExecutorConfig(kind="ray", address="local"))
+    Engine(load_campaign(repo), executor=executor).run()
+    records = ledger(state)
+    assert len(records) >= 2, records
+    assert_honest(repo, records)
+    never_kept_zero(records)
