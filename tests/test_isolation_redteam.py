@@ -19,10 +19,12 @@ from pathlib import Path
 import pytest
 
 from autoresearch.attempt import AttemptRecord
+from autoresearch.checks.verify import verify_campaign
 from autoresearch.testing.repo import git
 from test_isolation import (
     DOTENV_SECRET,
     HONEST,
+    NAME,
     assert_honest,
     candidate_running,
     everything_written,
@@ -735,3 +737,70 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
     assert len(records) >= 2, records
     assert_honest(repo, records)
     never_kept_zero(records)
+
+
+# == the agent-driven mode: the decision's calibration on disk ================================
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the sequential rule's calibrated boundaries are cached in a file of the user's "
+        "(~/.cache/autoresearch/calibration-v1.json, or $AUTORESEARCH_CACHE_DIR) and read "
+        "back as they are: the agent, which runs as the user, rewrites them and the next "
+        "`step` keeps after one run a candidate the honest boundary would measure further "
+        "(verify reads the same file and agrees)"
+    ),
+)
+def test_agent_rewrites_the_cached_calibration_and_a_worse_candidate_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from autoresearch.agent import mode as agent_mode
+    from autoresearch.config import load_campaign
+    from autoresearch.executors import LocalExecutor
+    from autoresearch.stats import decide
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(cache))
+    noisy = 'import calc, random\nprint(f"score: {abs(calc.N - 3) + random.gauss(0, 0.1)}")\n'
+    repo, state = user_repo(
+        tmp_path,
+        SANDBOX,
+        {1: HONEST},
+        bench=noisy,
+        iterations=5,
+        **{"decision.rule": "sequential", "decision.estimator": "robust"},
+    )
+
+    def step(n: float) -> None:
+        decide.calibrated_efficacy.cache_clear()  # every `step` is a process of its own
+        (agent_mode.workspace_path(load_campaign(repo)) / "calc.py").write_text(f"N = {n}\n")
+        agent_mode.step(load_campaign(repo), f"N to {n}", executor=LocalExecutor())
+
+    agent_mode.start(load_campaign(repo), executor=LocalExecutor())
+    step(9)
+    assert (cache / "calibration-v1.json").is_file(), "the step calibrated nothing"
+    # The agent, between two steps: a boundary far below any z a comparison reaches, for
+    # every key the rule may ask (their layout is the engine's: confidence, degrees of
+    # freedom, start, estimator, screen).
+    honest = (cache / "calibration-v1.json").read_text()
+    poisoned = {
+        f"{samples}/0.95/{dof}/{start}/robust/0.0": -1e9
+        for samples in range(2, 33)
+        for dof in range(1, 64)
+        for start in ("AFTER_KEEP", "PARTIAL", "FULL")
+    }
+    (cache / "calibration-v1.json").write_text(json.dumps(poisoned))
+    # Each better than the best by one standard deviation of the noise: too little for
+    # the honest boundary after one run, enough to pass the first look's screen.
+    step(8.9)
+    step(8.8)
+    assert ledger(state)[-1].iteration == 3
+    # Every verdict must follow from the rule honestly calibrated: `verify` with the
+    # boundaries the engine had computed, as on a machine the agent never touched.
+    (cache / "calibration-v1.json").write_text(honest)
+    decide.calibrated_efficacy.cache_clear()
+    report = verify_campaign(repo, state, NAME)
+    assert report.ok, report.problems
