@@ -752,7 +752,7 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
         "(verify reads the same file and agrees)"
     ),
 )
-def test_agent_rewrites_the_cached_calibration_and_a_worse_candidate_is_kept(
+def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_would_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import json
@@ -804,3 +804,44 @@ def test_agent_rewrites_the_cached_calibration_and_a_worse_candidate_is_kept(
     decide.calibrated_efficacy.cache_clear()
     report = verify_campaign(repo, state, NAME)
     assert report.ok, report.problems
+
+
+# == credentials inside the toolchain folders the home allowlist shows ==========================
+
+# Config files that toolchains keep inside their own install folder, where a login or a
+# private index's token is written by the usual commands (`npm config set --global`,
+# `pip config --site`, `conda config --system` / `conda token set`).
+TOOLCHAIN_CREDENTIALS = (
+    ".nvm/versions/node/v20.11.0/etc/npmrc",
+    "miniconda3/.condarc",
+    ".pyenv/versions/3.11.7/pip.conf",
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the home allowlist shows toolchain folders whole: the configuration they keep "
+        "inside themselves (the global npmrc under ~/.nvm, a conda root's .condarc, a "
+        "pyenv interpreter's pip.conf) holds registry and index tokens, and a candidate "
+        "reads them"
+    ),
+)
+def test_candidate_reads_tokens_kept_inside_toolchain_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    secret = "tool-" + uuid.uuid4().hex
+    for k, rel in enumerate(TOOLCHAIN_CREDENTIALS):
+        path = home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"//registry.example.com/:_authToken={secret}-{k}\n")
+    monkeypatch.setenv("HOME", str(home))
+    steal = "find ~ -type f -exec cat {} + 2>/dev/null | tee /dev/stderr"
+    repo, _ = user_repo(tmp_path, SANDBOX, {1: candidate_running(steal)})
+    run(repo)
+    written = everything_written(repo)
+    read = [
+        rel for k, rel in enumerate(TOOLCHAIN_CREDENTIALS) if f"{secret}-{k}".encode() in written
+    ]
+    assert read == [], read
