@@ -466,7 +466,10 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
     assert set(measured.samples or [measured.metric]) == {6.0}, measured
     # The same code outside the sandbox does reach the keyring: the attack is real here.
     probe = tmp_path / "probe.py"
-    probe.write_text(code + "\nstore()\nprint(found())\n")
+    # (and takes its key out of the user keyring again: KEYCTL_UNLINK)
+    probe.write_text(
+        code + "\nstore()\nprint(found())\ni386(288, 9, i386(288, 10, -4, TYPE, DESC, 0), -4)\n"
+    )
     done = subprocess.run(
         ["python3", str(probe)], capture_output=True, text=True, timeout=30, check=False
     )
