@@ -327,10 +327,8 @@ def dashboard(port: int, host: str, config_path: Path | None) -> None:
         raise AutoresearchError(
             f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port."
         ) from None
-    bound = server.server_address[1]
-    console.print(
-        f"dashboard of campaign '{state_dir.name}' at http://{host}:{bound}/ (Ctrl-C to stop)"
-    )
+    # The address carries the token: the page answers nothing without it.
+    console.print(f"dashboard of campaign '{state_dir.name}' at {server.url()} (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
