@@ -30,6 +30,7 @@ from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
 from autoresearch.testing.repo import make_repo
 from autoresearch.views.dashboard import make_server
+from autoresearch.views.report import write_report
 from autoresearch.views.status import campaign_status
 from campaigns import campaign_toml
 from test_isolation import modes, need
@@ -295,47 +296,46 @@ def test_a_holdout_in_place_of_a_file_the_commits_lack_is_refused(tmp_path: Path
 MARK = "holdout-output-" + uuid.uuid4().hex.translate(str.maketrans("0123456789", "ghijklmnop"))
 
 
+# Holdout commands that fail loudly, each its own way.
+FAILING = {
+    "crash": f"echo {MARK}; echo {MARK} >&2; exit 3",
+    "unreadable": f"echo 'score: {MARK}'",  # no number: its output in the parse error
+    "timeout": f"echo {MARK} >&2; sleep 30",
+}
+
+
 @pytest.mark.parametrize("isolation", modes())
-@pytest.mark.parametrize(
-    "failing",
-    [
-        f"echo {MARK}; echo {MARK} >&2; exit 3",  # a crash that talks
-        f"echo 'score: {MARK}'",  # no number, its output in the parse error
-        f"echo {MARK} >&2; sleep 30",  # a timeout
-    ],
-    ids=["crash", "unreadable", "timeout"],
-)
 def test_a_failed_holdout_run_never_reaches_the_proposer_or_a_view(
-    tmp_path: Path, isolation: str, failing: str
+    tmp_path: Path, isolation: str
 ) -> None:
     # The candidate's code writes the holdout out as the holdout run fails (here the command
     # itself prints the marker): nothing of what it printed may leave the logs.
-    repo = holdout_repo(tmp_path, isolation, command=failing, files=["unseen/**"], timeout=2)
-    better = honest(CHEATER)  # better on the visible split: the holdout runs
-    records, proposer, _ = campaign(repo, write_model(better), write_model(better + "\n"))
-    state = repo / ".autoresearch" / NAME
-    assert records[1].status is Status.CRASH and records[1].reason == HOLDOUT_FAILED
-    # the run did print it: into the campaign's logs, for people
-    logs = b"".join(p.read_bytes() for p in (state / "logs").glob("*holdout*"))
-    assert MARK.encode() in logs
-    # never into what a program or the next proposer reads
-    assert len(proposer.contexts) == 2
-    for ctx in proposer.contexts:
-        assert MARK not in ctx.prompt and MARK not in ctx.memory
-        assert all(MARK not in note.reason for note in ctx.history)
-    for name in ("ledger.jsonl", "results.tsv", "state.json", "memory.md"):
-        if (state / name).exists():
-            assert MARK not in (state / name).read_text(), name
-    assert MARK not in json.dumps(campaign_status(state))
-    tools = CampaignTools(repo)
-    assert MARK not in tools.log().model_dump_json()
-    assert MARK not in tools.show(1).model_dump_json()
-    with served(repo) as get:
-        assert MARK not in get("/api/attempts") + get("/api/status") + get("/")
-    from autoresearch.views.report import write_report
-
-    written = write_report(state)
-    assert MARK not in written.markdown.read_text()
+    for kind, failing in FAILING.items():
+        repo = holdout_repo(
+            tmp_path / kind, isolation, command=failing, files=["unseen/**"], timeout=2
+        )
+        better = honest(CHEATER)  # better on the visible split: the holdout runs
+        records, proposer, _ = campaign(repo, write_model(better), write_model(better + "\n"))
+        state = repo / ".autoresearch" / NAME
+        assert records[1].status is Status.CRASH and records[1].reason == HOLDOUT_FAILED, kind
+        # the run did print it: into the campaign's logs, for people
+        logs = b"".join(p.read_bytes() for p in (state / "logs").glob("*holdout*"))
+        assert MARK.encode() in logs, kind
+        # never into what a program or the next proposer reads
+        assert len(proposer.contexts) == 2
+        for ctx in proposer.contexts:
+            assert MARK not in ctx.prompt and MARK not in ctx.memory, kind
+            assert all(MARK not in note.reason for note in ctx.history), kind
+        for name in ("ledger.jsonl", "results.tsv", "state.json", "memory.md"):
+            if (state / name).exists():
+                assert MARK not in (state / name).read_text(), (kind, name)
+        assert MARK not in json.dumps(campaign_status(state)), kind
+        tools = CampaignTools(repo)
+        assert MARK not in tools.log().model_dump_json() + tools.show(1).model_dump_json()
+        with served(repo) as get:
+            assert MARK not in get("/api/attempts") + get("/api/status") + get("/"), kind
+        written = write_report(state)
+        assert MARK not in written.markdown.read_text() + written.html.read_text(), kind
 
 
 def test_an_old_ledgers_holdout_output_stays_out_of_the_prompt() -> None:
