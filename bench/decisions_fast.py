@@ -75,6 +75,8 @@ class Replica:
 
 
 class _Unchanged:
+    files = ()  # no harness file
+
     def changed(self, campaign: Campaign, workspace: Path) -> None:
         return None
 

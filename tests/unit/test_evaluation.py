@@ -58,6 +58,8 @@ class Stage:
 
 
 class Unchanged:
+    files = ()  # no harness file
+
     def changed(self, campaign: Campaign, workspace: Path) -> None:
         return None
 
