@@ -261,6 +261,7 @@ view = {
                ("Uid", "Gid", "Groups", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp")],
     "tmp": sorted(os.listdir(os.environ.get("TMPDIR", "/tmp"))),
     "hostname": os.uname().nodename,
+    "init": blank(open("/proc/1/cmdline", "rb").read().decode(errors="replace")),
 }
 print("VIEW " + json.dumps(view, sort_keys=True), file=sys.stderr)
 """
