@@ -415,3 +415,17 @@ class served:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def test_check_says_what_tells_the_holdout_run_apart(tmp_path: Path) -> None:
+    from autoresearch.cli.preflight import run_check
+
+    in_place = run_check(load_campaign(holdout_repo(tmp_path / "in-place", "none")))
+    assert "the metric's own run with unseen/eval.txt in place of data/eval.txt" in (
+        in_place.holdout
+    )
+    old = holdout_repo(
+        tmp_path / "old", "none", command=f"{PY} bench.py unseen", files=["unseen/**"]
+    )
+    told = run_check(load_campaign(old)).holdout
+    assert "command line" in told and "only for the holdout run" in told

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoresearch.attempt import HOLDOUT_FAILED, AttemptRecord, Status
-from autoresearch.config import Campaign
+from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.config.criteria import HoldoutConfig, parse_tolerance
 from autoresearch.errors import ConfigError
 from autoresearch.executors import CommandSpec
@@ -44,6 +44,41 @@ TAMPERED = "tampered: "
 # Why a holdout run that gave no number is refused: the same words whatever it printed or
 # however it ended, since the reason reaches the next prompt (its output stays in the logs).
 FAILED = HOLDOUT_FAILED
+
+
+COMMAND_GIVES_AWAY = (
+    "[holdout] command differs from the metric's, so a candidate can tell the holdout run "
+    "apart by its command line; leave holdout.command out to run the metric's command on the "
+    "holdout data"
+)
+
+
+def files_give_away(rel: str) -> str:
+    return (
+        f"holdout file {rel} appears in the measurement folder only for the holdout run, so a "
+        "candidate can tell that run apart; map each holdout file to the data file it stands "
+        "in for in holdout.in_place_of"
+    )
+
+
+def holdout_text(cfg: CampaignConfig) -> str:
+    """What `check` says of the holdout: what tells its run from a metric run."""
+    holdout = cfg.holdout
+    if holdout is None:
+        return ""
+    found = []
+    if holdout.command is not None and holdout.command != cfg.metric.command:
+        found.append(COMMAND_GIVES_AWAY)
+    alone = [p for p in holdout.files if p not in holdout.in_place_of]
+    if alone:
+        found.append(files_give_away(alone[0]))
+    if found:
+        return "; ".join(found)
+    swapped = ", ".join(f"{rel} in place of {place}" for rel, place in holdout.in_place_of.items())
+    return (
+        f"the metric's own run with {swapped or 'the same files'}: told apart from a metric "
+        "run by the data's contents and its timing only"
+    )
 
 
 def holdout_gain(record: AttemptRecord) -> str:
@@ -99,18 +134,10 @@ class Holdout:
         out = []
         metric = self.campaign.config.metric.command
         if self.config.command is not None and self.config.command != metric:
-            out.append(
-                "[holdout] command differs from the metric's, so a candidate can tell the "
-                "holdout run apart by its command line; leave holdout.command out to run the "
-                "metric's command on the holdout data"
-            )
+            out.append(COMMAND_GIVES_AWAY)
         alone = [rel for rel in self.files if rel not in self.config.in_place_of]
         if alone:
-            out.append(
-                f"holdout file {alone[0]} appears in the measurement folder only for the "
-                "holdout run, so a candidate can tell that run apart; map each holdout file "
-                "to the data file it stands in for in holdout.in_place_of"
-            )
+            out.append(files_give_away(alone[0]))
         return out
 
     # -- setup --------------------------------------------------------------------------

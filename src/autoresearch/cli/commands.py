@@ -729,6 +729,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         ],
         "home_visible": report.home,
         "keyrings": report.keyrings,
+        "holdout_run": report.holdout or None,
         "limits": report.limits,
     }
 
@@ -752,6 +753,8 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
             yield f"home folder: {escape(report.home)}"
         if report.keyrings:
             yield f"kernel keyrings: {escape(report.keyrings)}"
+        if report.holdout:
+            yield f"holdout run: {escape(report.holdout)}"
         yield f"limits: {escape(report.limits)}"
         if report.harness:
             yield "harness: " + escape(", ".join(report.harness))
