@@ -163,7 +163,9 @@ def write_model(text: str) -> Edit:
     return edit
 
 
-def campaign(repo: Path, *edits: Edit) -> tuple[list[AttemptRecord], ScriptedProposer, list[Event]]:
+def campaign(
+    repo: Path, *edits: Edit, jobs: int = 1
+) -> tuple[list[AttemptRecord], ScriptedProposer, list[Event]]:
     proposer = ScriptedProposer(*edits)
     events: list[Event] = []
     Engine(
@@ -172,6 +174,7 @@ def campaign(repo: Path, *edits: Edit) -> tuple[list[AttemptRecord], ScriptedPro
         executor=LocalExecutor(),
         max_iterations=len(edits),
         on_event=events.append,
+        jobs=jobs,
     ).run()
     return Ledger(repo / ".autoresearch" / NAME).read(), proposer, events
 
@@ -268,16 +271,21 @@ print("VIEW " + json.dumps(view, sort_keys=True), file=sys.stderr)
 )
 
 
+@pytest.mark.parametrize("jobs", [1, 2], ids=["", "jobs2"])
 @pytest.mark.parametrize("isolation", modes())
-def test_a_holdout_run_looks_like_a_metric_run_from_inside(tmp_path: Path, isolation: str) -> None:
+def test_a_holdout_run_looks_like_a_metric_run_from_inside(
+    tmp_path: Path, isolation: str, jobs: int
+) -> None:
+    # With several jobs the metric runs in a slot's own folder: the holdout must too.
     repo = holdout_repo(tmp_path, isolation)
     observer = OBSERVER.replace("2 * x + 1", f"{MEMORISED!r}.get(x, 0.0)")
-    records, _, _ = campaign(repo, write_model(observer))
-    assert records[1].holdout is not None  # kept by the rule: the holdout ran
+    records, _, _ = campaign(repo, write_model(observer), jobs=jobs)
+    (attempt,) = [r for r in records if r.iteration == 1]
+    assert attempt.holdout is not None  # kept by the rule: the holdout ran
 
     def view(stem: str) -> Any:
-        text = (repo / ".autoresearch" / NAME / "logs" / f"{stem}.err").read_text()
-        (line,) = [x for x in text.splitlines() if x.startswith("VIEW ")]
+        (log,) = (repo / ".autoresearch" / NAME).rglob(f"{stem}.err")
+        (line,) = [x for x in log.read_text().splitlines() if x.startswith("VIEW ")]
         return json.loads(line.removeprefix("VIEW "))
 
     metric, holdout = view("0001-metric-1"), view("0001-holdout-candidate-1")

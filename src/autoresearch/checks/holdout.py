@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from autoresearch.attempt import HOLDOUT_FAILED, AttemptRecord, Status
+from autoresearch.checks.review import HoldoutCheck
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.config.criteria import HoldoutConfig, parse_tolerance
 from autoresearch.errors import ConfigError
@@ -256,10 +257,24 @@ class Holdout:
 
     # -- measuring ----------------------------------------------------------------------
 
-    def measure(self, iteration: int, commit: str, label: str) -> tuple[list[float], str, float]:
+    def check_with(self, evaluator: Evaluator) -> HoldoutCheck:
+        """The check, its runs made by `evaluator`: a slot's, so that they run in the very
+        folder, TMPDIR and environment of that slot's metric runs."""
+
+        def check(
+            iteration: int, commit: str, incumbent: str
+        ) -> tuple[str | None, dict[str, Any] | None, float]:
+            return self.check(iteration, commit, incumbent, evaluator)
+
+        return check
+
+    def measure(
+        self, iteration: int, commit: str, label: str, evaluator: Evaluator | None = None
+    ) -> tuple[list[float], str, float]:
         """Holdout samples of `commit`; an empty list and why when a run failed (`FAILED`,
         never what it printed)."""
-        count = self.evaluator.rule.baseline_samples
+        runner = evaluator or self.evaluator
+        count = runner.rule.baseline_samples
         swap = Swap(
             {place: self.snapshot / rel for place, rel in self.places.items()},
             {place: self.digests[rel] for place, rel in self.places.items()},
@@ -267,12 +282,14 @@ class Holdout:
         values: list[float] = []
         seconds = 0.0
         for k in range(count):
-            self.evaluator.phase("holdout", iteration, sample=k + 1, samples=count)
+            runner.phase("holdout", iteration, sample=k + 1, samples=count)
             changed = [r for r in self.files if sha256_file(self.snapshot / r) != self.digests[r]]
             if changed:
                 return [], f"{TAMPERED}{changed[0]} changed during the campaign", seconds
             stem = f"{iteration:04d}-holdout-{label}-{k + 1}"
-            out = self.evaluator.measure_swapped(self.spec, commit, iteration, stem, swap)
+            # The metric's spec as the runner knows it: a slot's evaluator has its own.
+            spec = runner.metric if self.spec is self.evaluator.metric else self.spec
+            out = runner.measure_swapped(spec, commit, iteration, stem, swap)
             seconds += out.seconds
             if out.failure is Status.TAMPERED:
                 return [], f"{TAMPERED}{out.reason}", seconds
@@ -282,18 +299,18 @@ class Holdout:
         return values, "", seconds
 
     def check(
-        self, iteration: int, commit: str, incumbent: str
+        self, iteration: int, commit: str, incumbent: str, evaluator: Evaluator | None = None
     ) -> tuple[str | None, dict[str, Any] | None, float]:
         """(why the holdout contradicts the keep or None, the record's `holdout`, seconds)."""
         seconds = 0.0
         fresh: list[float] = []
         if incumbent not in self.samples:
-            fresh, problem, spent = self.measure(iteration, incumbent, "incumbent")
+            fresh, problem, spent = self.measure(iteration, incumbent, "incumbent", evaluator)
             seconds += spent
             if not fresh:
                 return problem, {"error": problem}, seconds
             self.samples[incumbent] = fresh
-        samples, problem, spent = self.measure(iteration, commit, "candidate")
+        samples, problem, spent = self.measure(iteration, commit, "candidate", evaluator)
         seconds += spent
         if not samples:
             return problem, {"error": problem}, seconds

@@ -214,6 +214,7 @@ class Engine:
             self.own_proposer,
             self.state,
             self.on_event,
+            self.holdout,
         )
         slots = Slots(parts, self.jobs)
         for warning in slots.open(self.incumbent.commit):
