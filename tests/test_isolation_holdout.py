@@ -293,6 +293,16 @@ def test_a_holdout_run_looks_like_a_metric_run_from_inside(
         assert holdout[key] == metric[key], key
 
 
+def test_a_holdout_on_ray_workers_is_refused(tmp_path: Path) -> None:
+    # A worker is sent the commit: the holdout's bytes would never reach it, and the
+    # "holdout" would measure the visible data again.
+    repo = holdout_repo(tmp_path, "none")
+    config = repo / "autoresearch.toml"
+    config.write_text(config.read_text() + '\n[executor]\nkind = "ray"\n')
+    with pytest.raises(ConfigError, match=r"'executor\.kind': a Ray worker"):
+        Engine(load_campaign(repo), executor=LocalExecutor()).run()
+
+
 def test_a_holdout_in_place_of_a_file_the_commits_lack_is_refused(tmp_path: Path) -> None:
     repo = holdout_repo(tmp_path, "none", in_place_of={"unseen/eval.txt": "data/missing.txt"})
     with pytest.raises(ConfigError, match=r"holdout\.in_place_of': data/missing\.txt"):

@@ -101,6 +101,13 @@ class Holdout:
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         own = self.config
+        if cfg.executor.kind == "ray":
+            # A worker materialises the commit it is sent, never the folder's other files.
+            raise ConfigError(
+                f"{campaign.display_path()}: key 'executor.kind': a Ray worker measures the "
+                "commit's files only, never the holdout's, so [holdout] needs kind = "
+                '"local"; set it, or remove [holdout].'
+            )
         if own.command is None and cfg.metric.command is None:
             raise ConfigError(
                 f"{campaign.display_path()}: key 'holdout.command' is needed here: without it "
