@@ -301,20 +301,23 @@ class Engine:
             if retry is not None:
                 self._set_aside(runner, place, ran, task, retry)
                 return
+        if ran.disk_full:  # the candidate's files go first: the record needs their room
+            self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
         if steps.proposal is not None and steps.proposal.network_refused:
             self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
         if steps.collected is not None and stored.commit is not None:
             self.trees.add(stored, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
-        for message in self.guide.learn(self.records, output):
+        for message in [] if ran.disk_full else self.guide.learn(self.records, output):
             self.warn(message)
         if steps.proposal is not None and again is None:
             failed = steps.proposal.failed or steps.proposal.timed_out
             self.proposer_failures = self.proposer_failures + 1 if failed else 0
         if stored.status.sets_best:
             self.proposer_failures = 0
-        self._release(place, ran, task)
+        if not ran.disk_full:
+            self._release(place, ran, task)
         self._follow_rework(place, stored, queued)
         runner.ended(place)
         if stored.status is not Status.INTERRUPTED:
@@ -322,6 +325,10 @@ class Engine:
         if stored.status.halts and self.halted is None:
             message = f"campaign halted: {stored.reason}"
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
+            runner.cancel(lambda other: self._conclude(runner, other))
+        if ran.disk_full and self.halted is None:
+            message = f"campaign halted, the disk is full: {stored.reason}; free space and resume"
+            self.halted = RunResult(StopReason.DISK_FULL, EXIT_FAILED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
             raise ran.stopped_by
@@ -496,7 +503,7 @@ class Engine:
             self.queue.push(Queued(Why.REWORK, rework=rework))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
-        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
             last = self.records[-1].iteration

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autoresearch.errors import ConfigError
 from autoresearch.isolation import relay
+from autoresearch.isolation.gpu import configured_devices
 from autoresearch.isolation.process import Wrapper
 from autoresearch.isolation.proxy import ANY_HOST, ProposerNetwork, Proxy, Tally
 from autoresearch.isolation.sandbox import (
@@ -138,6 +139,7 @@ class Confinement:
     deny_read: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()  # `[sandbox] writable`
     home_readable: tuple[str, ...] = ()  # `[sandbox] home_readable`
+    devices: tuple[Path, ...] = ()  # `[sandbox] devices`, resolved: the nodes shown
 
     @property
     def isolating(self) -> bool:
@@ -183,6 +185,7 @@ class Confinement:
             writable=(*self.writable, *(p.resolve() for p in extra)),
             network=network.mode == "on",
             home_readable=self.home_readable,
+            devices=self.devices,
         )
         sandbox = self.sandbox
         proxy = None
@@ -247,10 +250,13 @@ def confinement_for(
     deny_read: Iterable[str] = (),
     writable: Iterable[str] = (),
     home_readable: Iterable[str] = (),
+    devices: str | Iterable[str] = "none",
 ) -> Confinement:
     """The confinement `[sandbox] isolation` asks for ("bwrap" without bubblewrap raises
-    ConfigError; "auto" without it confines only the environment: the executor warns)."""
+    ConfigError; "auto" without it confines only the environment: the executor warns).
+    `devices` is `[sandbox] devices`: the GPU nodes the proposer's commands see too."""
     sandbox, _warning = choose_sandbox(isolation, source)
+    shown = () if isinstance(sandbox, NoSandbox) else configured_devices(devices, source)
     return Confinement(
         sandbox=sandbox,
         state_dir=state_dir,
@@ -260,4 +266,5 @@ def confinement_for(
         deny_read=user_paths(deny_read),
         writable=user_paths(writable),
         home_readable=tuple(home_readable),
+        devices=shown,
     )

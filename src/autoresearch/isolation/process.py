@@ -72,6 +72,9 @@ class CommandResult:
     seconds: float
     stdout_path: Path
     stderr_path: Path
+    # The command's process: the leader of its own session, which its processes keep
+    # unless they start one of their own.
+    pid: int = 0
 
     @property
     def ok(self) -> bool:
@@ -374,6 +377,7 @@ def run_command(
         seconds=time.monotonic() - start,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
+        pid=proc.pid,
     )
 
 

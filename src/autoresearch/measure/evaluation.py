@@ -313,7 +313,7 @@ class Evaluator:
             self._put_in_place(swap)
             result = self._execute(spec, iteration, f"{stem}-again", measuring)
         if spec is self.metric and swap is None:
-            machine.record(self.campaign.state_dir, run=stem, value=result.value)
+            machine.record(self.campaign.state_dir, run=stem, value=result.value, **result.hygiene)
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
