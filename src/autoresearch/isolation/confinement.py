@@ -155,14 +155,16 @@ class Confinement:
         pass_env: Iterable[str] = (),
         network: ProposerNetwork = ANY_HOST,
         log: Path | None = None,
+        purpose: str = "proposer",
     ) -> Confined:
         """Confine one command that runs in `workspace`. `readonly` are files it must read
         (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
-        private TMPDIR is in `state_dir`, else beside the workspace. Under `network`
-        "allow" the engine's proxy is started here, writing what it refuses to `log`;
-        `Confined.close` stops it once the command has ended."""
+        private TMPDIR is in `state_dir`, else beside the workspace, named for `purpose`
+        (a proposer's, or a sandboxed agent's session, which may run beside one). Under
+        `network` "allow" the engine's proxy is started here, writing what it refuses to
+        `log`; `Confined.close` stops it once the command has ended."""
         folder = self.state_dir or workspace.parent
-        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
+        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-{purpose}-tmp")
         description = tmpdir / DESCRIPTION_NAME
         reduced = agent_env(env, pass_env)
         if not self.isolating:

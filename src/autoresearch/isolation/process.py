@@ -366,7 +366,7 @@ def run_command(
                     )
                 finally:
                     os.close(write_end)
-                status = _drain(read_end)
+                status = drain(read_end)
             finally:
                 os.close(read_end)
             if timed_out or proc.returncode != 1 or SANDBOX_EXITED in status:
@@ -401,7 +401,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     proc.wait()
 
 
-def _drain(fd: int) -> bytes:
+def drain(fd: int) -> bytes:
     """What a pipe holds now, without waiting for a writer that may still hold it."""
     os.set_blocking(fd, False)
     chunks = []
