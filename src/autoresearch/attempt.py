@@ -176,6 +176,24 @@ TRAITS: dict[Status, Traits] = {
 }
 
 
+# Why a candidate is refused when its holdout run gave no number: fixed words, since the
+# reason reaches the next prompt and whatever the run printed could carry the holdout out.
+HOLDOUT_FAILED = "the holdout run failed; its output stays in the campaign's logs"
+
+
+def without_holdout(record: AttemptRecord) -> AttemptRecord:
+    """The record as a program may be given it (the prompt, the dashboard, the MCP tools):
+    no holdout numbers, and a holdout failure's reason the fixed one (a ledger written
+    before it was fixed holds the run's output there)."""
+    data = record.holdout
+    if data is None:
+        return record
+    reason = record.reason
+    if record.status is Status.CRASH and "error" in data:
+        reason = HOLDOUT_FAILED
+    return replace(record, holdout=None, reason=reason)
+
+
 def num(value: float | None) -> str:
     """A metric value as every view and message writes it."""
     return "-" if value is None else f"{value:.6g}"

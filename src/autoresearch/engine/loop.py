@@ -220,6 +220,7 @@ class Engine:
             self.own_proposer,
             self.state,
             self.on_event,
+            self.holdout,
         )
         slots = Slots(parts, self.jobs)
         for warning in slots.open(self.incumbent.commit):
@@ -453,6 +454,8 @@ class Engine:
         if self.cfg.holdout:
             self.holdout = Holdout(self.campaign, evaluator, start)
             self.holdout.load(self.records)
+            for warning in self.holdout.warnings():
+                self.warn(warning)
         review = Review(
             self.campaign,
             evaluator,
@@ -511,7 +514,8 @@ class Engine:
         settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
-            final = holdout.final(self.incumbent.commit, self.records[0].commit)
+            last = self.records[-1].iteration
+            final = holdout.final(self.incumbent.commit, self.records[0].commit, last)
             if final is not None:
                 self.state.update(holdout=final)
         if self.evaluator is not None:
