@@ -130,7 +130,7 @@ class CheckReport:
 
 
 def decision_text(cfg: CampaignConfig) -> str:
-    """The decision rule in force, in the words of the README."""
+    """The decision rule in force, in the words of the noise page (docs/noise.md)."""
     d = cfg.decision
     delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
     if d.rule == "auto":
