@@ -342,15 +342,6 @@ def test_commands_print_no_escape_sequence_a_candidate_made(
     assert "\x1b" not in bare and "\x07" not in bare, seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the engine appends the proposer's IDEA lines to the backlog in the user's checkout "
-        "with only NUL and whitespace removed: ESC and BEL stay, so `cat "
-        "autoresearch.ideas.md` writes the proposer's clipboard and title sequences to the "
-        "user's terminal"
-    ),
-)
 def test_backlog_in_the_checkout_holds_no_escape_sequence(tmp_path: Path) -> None:
     repo, _ = _loud_campaign(tmp_path)
     backlog = repo / "autoresearch.ideas.md"
