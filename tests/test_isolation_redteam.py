@@ -703,16 +703,6 @@ REWRITES_THE_HARNESS = _candidate("    open('bench.py', 'w').write(\"print('scor
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the harness is checked after a run in the engine's own measurement folder, but a "
-        "Ray run happens in a fresh folder on the worker: where the worker has no "
-        'bubblewrap (isolation = "auto", or "none") nothing checks the harness after '
-        "the run, so a candidate that rewrites bench.py (no need to write it back) is kept; "
-        "the same attack with the local executor halts as tampered"
-    ),
-)
 def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_path: Path) -> None:
     import importlib.util
 
