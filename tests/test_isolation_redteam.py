@@ -107,15 +107,6 @@ PYC_POISON = _candidate(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "only the harness files themselves are read-only: the candidate's step writes "
-        "__pycache__/scorer.cpython-*.pyc beside the harness module (the folder is "
-        "writable), stamped with the source's mtime and size, and the harness's process "
-        "loads that bytecode; scorer.py is untouched, so the fingerprint matches"
-    ),
-)
 def test_harness_module_replaced_by_forged_bytecode(tmp_path: Path) -> None:
     repo, state = user_repo(
         tmp_path,
@@ -142,15 +133,6 @@ BENCH_WITH_STDLIB = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the measurement folder is writable and is sys.path[0] of the harness's own "
-        "process: the candidate's step writes statistics.py there and the harness imports "
-        "it instead of the standard library's; no harness glob can name a file the commit "
-        "does not hold"
-    ),
-)
 def test_standard_module_shadowed_for_a_harness_in_its_own_process(tmp_path: Path) -> None:
     repo, state = user_repo(
         tmp_path,
@@ -170,14 +152,6 @@ REWRITE_LINK_TARGET = _candidate(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a harness file that is a symbolic link is fingerprinted by its target's name and "
-        "skipped by the read-only mounts: the target (tools/bench_impl.py, out of scope "
-        "but in no harness glob) is rewritten by the candidate's step and run as the judge"
-    ),
-)
 def test_harness_file_that_is_a_link_has_its_target_rewritten(tmp_path: Path) -> None:
     repo, state = user_repo(
         tmp_path, SANDBOX, {1: REWRITE_LINK_TARGET, 2: HONEST}, **{"metric.command": TWO_STEP}
@@ -665,15 +639,6 @@ ADDS_TESTS = _candidate(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the harness is the files its globs matched at the start: a file the run creates "
-        "under a harness glob (tests/test_zz_more.py under tests/**) is neither mounted "
-        "read-only nor fingerprinted, and the harness's own discovery (pytest collecting "
-        "tests/) runs it as part of the judge"
-    ),
-)
 def test_harness_folder_gains_a_file_during_the_run(tmp_path: Path) -> None:
     import sys
 

@@ -251,7 +251,14 @@ def _protect(boundary: Boundary) -> list[str]:
     base = boundary.workdir
     for name in boundary.protected:
         path = base / name
-        if not path.is_file() or path.is_symlink():
+        if path.is_symlink():
+            # A link is fingerprinted by the name it points at; what it points at, when
+            # that is in the folder, is the file the harness reads.
+            target = path.resolve()
+            if not target.is_relative_to(base) or not target.is_file():
+                continue
+            path = target
+        if not path.is_file():
             continue
         for parent in reversed(path.relative_to(base).parents[:-1]):
             folders[base / parent] = None
@@ -260,6 +267,12 @@ def _protect(boundary: Boundary) -> list[str]:
         args += ["--bind", str(folder), str(folder)]
     for path in files:
         args += ["--ro-bind", str(path), str(path)]
+    # Beside a harness module, compiled bytecode would be imported in its place (Python
+    # trusts a .pyc whose recorded source time and size match): its cache folder is empty
+    # and read-only there, so the module is compiled from its protected source.
+    caches = dict.fromkeys(p.parent / "__pycache__" for p in files if p.suffix == ".py")
+    for cache in caches:
+        args += ["--tmpfs", str(cache), "--remount-ro", str(cache)]
     return args
 
 

@@ -303,6 +303,7 @@ class Evaluator:
         expect = swap.digests if swap is not None else {}
         measuring = spec is self.metric or swap is not None
         self._put_in_place(swap)
+        around = self.fingerprint.around(self.campaign, self.tree.path)
         result = self._execute(spec, iteration, stem, measuring)
         if result.signal is not None and not self.fingerprint.changed(
             self.campaign, self.tree.path, expect
@@ -321,7 +322,9 @@ class Evaluator:
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
-        tampered = self.fingerprint.changed(self.campaign, self.tree.path, expect)
+        tampered = self.fingerprint.changed(
+            self.campaign, self.tree.path, expect
+        ) or self.fingerprint.joined(self.campaign, self.tree.path, around)
         value = result.value if measuring else 0.0
         if not tampered and result.ok and is_metric and self.readings:
             # Read before the folder is cleaned: the files the run wrote go with it.
@@ -329,7 +332,11 @@ class Evaluator:
         self.tree.settle()
         if tampered:
             out.failure = Status.TAMPERED
-            out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
+            what = "metric" if is_metric else "guard"
+            verb = "appeared" if tampered not in self.fingerprint.files else "changed"
+            if tampered == self.campaign.display_path():
+                verb = "changed"
+            out.reason = f"{tampered} {verb} while the {what} ran"
             return None
         if result.signal is not None:
             out.failure = Status.INTERRUPTED
