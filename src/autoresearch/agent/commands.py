@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING
 import click
 
 from autoresearch.cli.options import (
+    campaign_of,
+    campaign_options,
     checkout_root,
-    config_option,
+    config_of,
     console,
     handle_errors,
     json_option,
 )
 from autoresearch.cli.output import Shown, emit
-from autoresearch.config import load_campaign
 from autoresearch.views.render import safe
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@config_option
+@campaign_options
 @json_option
 @click.option(
     "--hypotheses",
@@ -35,12 +36,14 @@ if TYPE_CHECKING:
     help="Markdown list or JSONL of hypotheses to queue; each step shows the next one.",
 )
 @handle_errors
-def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> None:
+def start(
+    config_path: Path | None, campaign_name: str | None, as_json: bool, hypotheses: Path | None
+) -> None:
     """Set the campaign up for an agent and measure the baseline (resume it if it has
     one): then edit the workspace and call `step`."""
     from autoresearch.agent.mode import start as start_campaign
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     if hypotheses is not None:
         from autoresearch.learning.ideas import queue_file
 
@@ -51,40 +54,42 @@ def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> N
 
 
 @click.command()
-@config_option
+@campaign_options
 @handle_errors
-def workspace(config_path: Path | None) -> None:
+def workspace(config_path: Path | None, campaign_name: str | None) -> None:
     """Print the path of the campaign's workspace: the folder the agent edits."""
     from autoresearch.agent.mode import workspace_path
 
-    click.echo(str(workspace_path(load_campaign(checkout_root(), config_path))))
+    click.echo(str(workspace_path(campaign_of(config_path, campaign_name))))
 
 
 @click.command()
 @click.option(
     "--description", "-d", default="", help="What you changed, in one line (for the log)."
 )
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def step(description: str, config_path: Path | None, as_json: bool) -> None:
+def step(
+    description: str, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """Judge the edit made in the workspace: screen, commit, measure, keep or roll back,
     log; prints the verdict, the best so far and what to do next."""
     from autoresearch.agent.mode import step as step_campaign
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     _print_step(step_campaign(campaign, description), as_json)
 
 
 @click.command(name="mcp")
-@config_option
+@campaign_options
 @handle_errors
-def mcp_(config_path: Path | None) -> None:
+def mcp_(config_path: Path | None, campaign_name: str | None) -> None:
     """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
     client over stdio. Needs: pip install 'autoresearch[mcp]'."""
     from autoresearch.agent.mcp_server import serve
 
-    serve(checkout_root(), config_path)
+    serve(checkout_root(), config_of(config_path, campaign_name))
 
 
 @click.command()

@@ -228,7 +228,8 @@ def workspace_path(campaign: Campaign) -> Path:
     path = campaign.state_dir / "worktree"
     if not Ledger(campaign.state_dir).read() or not real_dir(path):
         raise NotStarted(
-            f"campaign '{campaign.name}' has no workspace yet; run `autoresearch start` first."
+            f"campaign '{campaign.name}' has no workspace yet; run `autoresearch start` in "
+            f"{campaign.root} first."
         )
     return path
 
@@ -255,8 +256,9 @@ def step(
     records = Ledger(campaign.state_dir).read()
     if not records:
         raise NotStarted(
-            f"campaign '{campaign.name}' has not started; run `autoresearch start` (it "
-            "measures the baseline), edit the workspace, then `autoresearch step`."
+            f"campaign '{campaign.name}' has not started; run `autoresearch start` in "
+            f"{campaign.root} (it measures the baseline), edit the workspace, then "
+            "`autoresearch step`."
         )
     state = StateFile(campaign.state_dir).read()
     halted = state.get("stop_reason")

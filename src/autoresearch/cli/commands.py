@@ -15,13 +15,16 @@ from rich.table import Table
 
 from autoresearch.attempt import Status, num
 from autoresearch.cli.options import (
+    campaign_of,
+    campaign_options,
     checkout_root,
-    config_option,
+    config_of,
     console,
     err_console,
     handle_errors,
     json_option,
     output_options,
+    state_dir_of,
 )
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
@@ -31,7 +34,7 @@ from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.events import fan_out
 from autoresearch.store.ledger import StateFile, stored_object
 from autoresearch.views.render import Printer, attempts_table, gain_text, imported_table, safe
-from autoresearch.views.status import campaign_status, find_state_dir, read_records, slot_line
+from autoresearch.views.status import campaign_status, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +46,7 @@ def main() -> None:
 
 
 @main.command()
-@config_option
+@campaign_options
 @output_options
 @click.option(
     "--hypotheses",
@@ -65,6 +68,7 @@ def main() -> None:
 @handle_errors
 def run(
     config_path: Path | None,
+    campaign_name: str | None,
     max_iterations: int | None,
     quiet: bool,
     plain: bool,
@@ -73,7 +77,7 @@ def run(
     jobs: int | None = None,
 ) -> None:
     """Run or resume the campaign."""
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     if hypotheses is not None:
         from autoresearch.learning.ideas import queue_file
 
@@ -91,14 +95,14 @@ def run(
 
 @main.command()
 @click.argument("iteration", type=int)
-@config_option
+@campaign_options
 @handle_errors
-def approve(iteration: int, config_path: Path | None) -> None:
+def approve(iteration: int, config_path: Path | None, campaign_name: str | None) -> None:
     """Approve parked attempt N: its change is re-checked on top of the current best and
     kept only if it still wins (exit 0 when kept, 1 when not)."""
     from autoresearch.checks.approval import ApprovedChange, parked
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     record = parked(read_records(campaign.state_dir), iteration)
     engine = Engine(campaign, proposer=ApprovedChange(), on_event=Printer(console), approve=record)
     result = engine.run()
@@ -115,13 +119,15 @@ def approve(iteration: int, config_path: Path | None) -> None:
 @main.command()
 @click.argument("iteration", type=int)
 @click.option("--reason", default=None, help="Why (recorded as the attempt's reason).")
-@config_option
+@campaign_options
 @handle_errors
-def reject(iteration: int, reason: str | None, config_path: Path | None) -> None:
+def reject(
+    iteration: int, reason: str | None, config_path: Path | None, campaign_name: str | None
+) -> None:
     """Reject parked attempt N: it is recorded as rejected and never kept."""
     from autoresearch.checks.approval import reject as reject_attempt
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     record = reject_attempt(campaign, iteration, reason)
     console.print(f"attempt {iteration} rejected (recorded as attempt {record.iteration})")
 
@@ -168,12 +174,12 @@ def run_engine(
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def status(config_path: Path | None, as_json: bool) -> None:
+def status(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Show the campaign's baseline, best and counts (works while it runs)."""
-    data = campaign_status(find_state_dir(checkout_root(), config_path))
+    data = campaign_status(state_dir_of(config_path, campaign_name))
     emit(Shown(data, lambda: status_lines(data)), as_json)
 
 
@@ -227,14 +233,14 @@ def status_lines(data: dict[str, Any]) -> list[str]:
 
 
 @main.command(name="log")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def log_(config_path: Path | None, as_json: bool) -> None:
+def log_(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """List every attempt."""
     from autoresearch.agent.importing import read_imported
 
-    state_dir = find_state_dir(checkout_root(), config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     imported = read_imported(state_dir)
     try:
         records = read_records(state_dir)
@@ -261,14 +267,14 @@ def log_(config_path: Path | None, as_json: bool) -> None:
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def ideas(config_path: Path | None, as_json: bool) -> None:
+def ideas(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """The hypothesis queue and the ideas backlog, with the outcome of each."""
     from autoresearch.learning.ideas import listing
 
-    found = listing(checkout_root(), config_path)
+    found = listing(checkout_root(), config_of(config_path, campaign_name))
 
     def lines() -> Iterable[str]:
         if not found:
@@ -313,14 +319,14 @@ def init(force: bool) -> None:
     default="127.0.0.1",
     help="Interface to listen on (default 127.0.0.1, this machine only).",
 )
-@config_option
+@campaign_options
 @handle_errors
-def dashboard(port: int, host: str, config_path: Path | None) -> None:
+def dashboard(port: int, host: str, config_path: Path | None, campaign_name: str | None) -> None:
     """Serve a live, read-only page of the campaign."""
     from autoresearch.views.dashboard import make_server
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     try:
         server = make_server(root, state_dir, host, port)
     except OSError as exc:
@@ -341,14 +347,16 @@ def dashboard(port: int, host: str, config_path: Path | None) -> None:
 
 @main.command()
 @click.option("--open", "open_it", is_flag=True, help="Open report.html in a browser.")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
+def report(
+    open_it: bool, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """Write report.md, progress.png and report.html for the campaign."""
     from autoresearch.views.report import write_report
 
-    paths = write_report(find_state_dir(checkout_root(), config_path))
+    paths = write_report(state_dir_of(config_path, campaign_name))
     data = {
         "markdown": str(paths.markdown),
         "html": str(paths.html),
@@ -378,15 +386,17 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("iteration", type=int)
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
+def show(
+    iteration: int, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """One attempt in full: status, samples, description, reason, timings, cost, and every
     log it left (prompt, proposer, each metric sample, guard)."""
     from autoresearch.store.results import attempt, attempt_logs
 
-    state_dir = find_state_dir(checkout_root(), config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     record = stored_object(attempt(state_dir, iteration))
     logs = attempt_logs(state_dir, iteration)
 
@@ -406,15 +416,15 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("iteration", type=int, required=False)
-@config_option
+@campaign_options
 @handle_errors
-def diff(iteration: int | None, config_path: Path | None) -> None:
+def diff(iteration: int | None, config_path: Path | None, campaign_name: str | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
     from autoresearch.store.results import attempt, campaign_diff
     from autoresearch.store.results import diff as attempt_diff
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     if iteration is None:
         text = campaign_diff(root, state_dir)
         if not text:
@@ -443,7 +453,7 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
 @click.option(
     "--minimal", is_flag=True, help="Only the kept changes that carry the gain (see `ablate`)."
 )
-@config_option
+@campaign_options
 @json_option
 @handle_errors
 def branch(
@@ -452,13 +462,14 @@ def branch(
     force: bool,
     minimal: bool,
     config_path: Path | None,
+    campaign_name: str | None,
     as_json: bool,
 ) -> None:
     """Create a branch at the best result (or at attempt N, or the ablation's minimal one)."""
     from autoresearch.store.results import chosen_commit, make_branch
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     if minimal:
         from autoresearch.checks.ablation import minimal_commit
 
@@ -482,15 +493,15 @@ def branch(
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def ablate(config_path: Path | None, as_json: bool) -> None:
+def ablate(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Leave each kept change out of the best, measure it with the decision rule, and say
     which changes carry the gain (then `branch NAME --minimal`)."""
     from autoresearch.checks.ablation import markdown, run_ablation
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     report = run_ablation(campaign, warn=lambda m: err_console.print(f"warning: {escape(m)}"))
     emit(Shown(report.to_json(), lambda: [escape(markdown(report))]), as_json)
 
@@ -504,16 +515,22 @@ def ablate(config_path: Path | None, as_json: bool) -> None:
     help="The attempt to apply (default: the best result).",
 )
 @click.option("--force", is_flag=True, help="Apply a failed attempt too.")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json: bool) -> None:
+def apply_(
+    iteration: int | None,
+    force: bool,
+    config_path: Path | None,
+    campaign_name: str | None,
+    as_json: bool,
+) -> None:
     """Merge the campaign's change (its base to the best result, or to attempt N) into your
     clean working tree, uncommitted; your commits since the campaign started stay."""
     from autoresearch.store.results import apply_changes, chosen_commit
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     _, record = chosen_commit(state_dir, iteration, force)
     files = apply_changes(root, state_dir, record).files
     text = (
@@ -603,17 +620,25 @@ def stop(name: str, timeout: float) -> None:
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def verify(config_path: Path | None, as_json: bool) -> None:
+def verify(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Check the ledger's hash chain, the attempt refs and the branch."""
     from autoresearch.checks.verify import verify_campaign
     from autoresearch.views.status import is_running
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
-    report = verify_campaign(root, state_dir, state_dir.name, running=is_running(state_dir))
+    state_dir = state_dir_of(config_path, campaign_name)
+    campaign: Campaign | None = None
+    try:  # the rule to re-derive the verdicts with; without a config, the chain is checked
+        campaign = campaign_of(config_path, campaign_name or state_dir.name)
+    except AutoresearchError:
+        if config_path is not None:
+            raise
+    report = verify_campaign(
+        root, state_dir, state_dir.name, running=is_running(state_dir), campaign=campaign
+    )
     data = {
         "ok": report.ok,
         "records": report.records,
@@ -682,7 +707,7 @@ def demo(
 
 
 @main.command()
-@config_option
+@campaign_options
 @click.option(
     "--repeat",
     type=click.IntRange(min=1, max=1000),
@@ -694,12 +719,14 @@ def demo(
 )
 @json_option
 @handle_errors
-def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -> None:
+def check(
+    config_path: Path | None, campaign_name: str | None, repeat: int, offline: bool, as_json: bool
+) -> None:
     """Validate the config and the proposer, and run metric and guard once on the current
     commit."""
     from autoresearch.cli.preflight import run_check
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     report = run_check(campaign, repeat=repeat, offline=offline)
     proposer = report.proposer
     data = {
