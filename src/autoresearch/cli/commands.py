@@ -13,7 +13,7 @@ from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from autoresearch.attempt import Status, num
+from autoresearch.attempt import Status, num, rounded
 from autoresearch.cli.options import (
     campaign_of,
     campaign_options,
@@ -196,10 +196,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
     for slot in data.get("slots") or []:
         lines.append(safe(slot_line(slot)))
-    change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
+    noise = data.get("noise_robust") or data.get("noise")  # what the digits shown can say
+    change = gain_text(
+        data.get("delta"), str(data["direction"]), data.get("improvement_pct"), noise
+    )
     commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(
-        f"baseline {num(data['baseline'])}   best {num(data['best'])} ({change})"
+        f"baseline {num(data['baseline'], noise)}   best {num(data['best'], noise)} ({change})"
         f" at attempt {data['best_iteration']}{commit}"
     )
     if data.get("noise") is not None:
@@ -400,11 +403,16 @@ def show(
     record = stored_object(attempt(state_dir, iteration))
     logs = attempt_logs(state_dir, iteration)
 
+    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+
     def lines() -> Iterable[str]:
         for key, value in record.items():
             if key == "prev_hash":
                 continue
+            value = rounded(value)  # six significant digits to read; --json keeps them all
             text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+            if key == "delta" and isinstance(value, int | float):
+                text = gain_text(value, direction)  # the gain, the raw delta beside it
             yield f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}"
         if logs:
             yield "[bold]logs[/]:"

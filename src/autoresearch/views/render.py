@@ -62,8 +62,14 @@ def safe(text: str, one_line: bool = True) -> str:
     return escape(printable(text, one_line))
 
 
-def signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.4g}"
+def signed(value: float | None, noise: float | None = None) -> str:
+    """A difference with its sign: to its noise's two significant digits when known."""
+    if value is None:
+        return "-"
+    if noise is None:
+        return f"{value:+.4g}"
+    text = num(value, noise)
+    return text if text.startswith("-") else f"+{text}"
 
 
 def gain(delta: float | None, direction: str) -> float | None:
@@ -73,12 +79,14 @@ def gain(delta: float | None, direction: str) -> float | None:
     return None if delta is None else decide_gain(delta, 0.0, direction)
 
 
-def gain_text(delta: float | None, direction: str, pct: float | None = None) -> str:
+def gain_text(
+    delta: float | None, direction: str, pct: float | None = None, noise: float | None = None
+) -> str:
     """ "gain +3 (+42.86%), delta -3": the improvement first, the raw difference beside it."""
     if delta is None:
         return "gain -"
     share = "" if pct is None else f" ({pct:+.2f}%)"
-    return f"gain {signed(gain(delta, direction))}{share}, delta {signed(delta)}"
+    return f"gain {signed(gain(delta, direction), noise)}{share}, delta {signed(delta, noise)}"
 
 
 def holdout_text(record: AttemptRecord) -> str:
