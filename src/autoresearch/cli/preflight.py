@@ -23,7 +23,7 @@ from autoresearch.isolation.sandbox import (
     limits_text,
     sockets_text,
 )
-from autoresearch.measure.evaluation import measurement_env
+from autoresearch.measure.evaluation import last_lines, measurement_env
 from autoresearch.measure.integrity import harness_files
 from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
@@ -242,6 +242,9 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             report.guard = executor.run(
                 guard, workspace=scratch, env=env, log_stem=logs / "check-guard"
             )
+            if not report.guard.ok and report.guard.outcome is Status.CRASH:
+                said = last_lines(report.guard.stdout_path, logs / "check-guard.err")
+                report.guard = replace(report.guard, reason=report.guard.reason + said)
         return report
     finally:
         if proposer is not None:
