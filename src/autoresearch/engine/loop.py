@@ -36,7 +36,7 @@ from autoresearch.engine.lifecycle import (
     raise_interrupted,
 )
 from autoresearch.engine.merging import alone, merged
-from autoresearch.engine.procedure import Place, Ran, Task, release
+from autoresearch.engine.procedure import STOPPED, Place, Ran, Task, release
 from autoresearch.engine.queue import CandidateQueue, Queued, Why
 from autoresearch.engine.recording import Judged, Steps, attempt_record, baseline_record
 from autoresearch.engine.screening import Rules
@@ -51,6 +51,7 @@ from autoresearch.engine.slots import (
 )
 from autoresearch.engine.startup import (
     dirty_checkout_warning,
+    resume_notes,
     fix_judge,
     lost_attempt,
     mark_running,
@@ -71,7 +72,7 @@ from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
 from autoresearch.proposers.network import ANY_HOST_WARNING
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
-from autoresearch.workspace import Workspace
+from autoresearch.workspace import Workspace, head_of
 
 PROPOSER_FAILURE_LIMIT = 3
 
@@ -119,6 +120,7 @@ class Engine:
         self.evaluator: Evaluator | None = None
         self.holdout: Holdout | None = None
         self.halted: RunResult | None = None
+        self.halted_by: AttemptRecord | None = None  # the attempt that halted it
 
     @property
     def rework(self) -> reworks.Rework | None:
@@ -300,6 +302,13 @@ class Engine:
             if retry is not None:
                 self._set_aside(runner, place, ran, task, retry)
                 return
+        outcome = steps.outcome
+        if self.halted_by is not None and outcome is not None and outcome.reason == STOPPED:
+            # Cut off by another slot's halt, not by a signal: say which.
+            why = f"cut off when attempt {self.halted_by.iteration} halted the campaign " + (
+                f"({self.halted_by.status}: {self.halted_by.reason})"
+            )
+            steps = replace(steps, outcome=replace(outcome, reason=why))
         stored = self._log(self._record(runner, place, task, steps))
         if steps.proposal is not None and steps.proposal.network_refused:
             self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
@@ -320,6 +329,7 @@ class Engine:
             place.proposer.observe(self._outcome(stored))
         if stored.status.halts and self.halted is None:
             message = f"campaign halted: {stored.reason}"
+            self.halted_by = stored
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
@@ -397,6 +407,7 @@ class Engine:
 
     def _open(self) -> Place:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
+        before = self.state.read()
         mark_running(self.state, self.campaign, self.max_iterations)
         self.state.update(isolation=self.executor.isolation, waiting=False)
         repaired = self.ledger.repair()
@@ -411,6 +422,9 @@ class Engine:
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
             self.warn(dirty)
+        for note in resume_notes(self.campaign, self.workspace, before, self.records):
+            self.warn(note)
+        self.state.update(head_seen=head_of(self.campaign.root))
         # The agent-driven mode's proposer takes the workspace over as the agent left it.
         kept = proposer.edits_in_place and proposer.reopen_workspace(self.workspace, start)
         for warning in [] if kept else self.workspace.ensure(start):
