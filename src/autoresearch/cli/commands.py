@@ -732,7 +732,7 @@ def check(
 ) -> None:
     """Validate the config and the proposer, and run metric and guard once on the current
     commit."""
-    from autoresearch.cli.preflight import run_check
+    from autoresearch.cli.preflight import compact_paths, run_check
 
     campaign = campaign_of(config_path, campaign_name)
     report = run_check(campaign, repeat=repeat, offline=offline)
@@ -750,6 +750,7 @@ def check(
         if report.guard is None
         else {"ok": report.guard.ok, "reason": report.guard.reason},
         "harness": report.harness,
+        "hidden_paths": report.hidden,
         "proposer": None
         if proposer is None
         else {
@@ -791,7 +792,9 @@ def check(
             yield f"kernel keyrings: {escape(report.keyrings)}"
         yield f"limits: {escape(report.limits)}"
         if report.harness:
-            yield "harness: " + escape(", ".join(report.harness))
+            yield "harness: " + escape(compact_paths(report.harness))
+        for problem in report.hidden:
+            yield f"[red]cannot work:[/] {escape(problem)}"
         for k, m in enumerate(report.metric, 1):
             label = f"metric run {k}" if repeat > 1 else "metric"
             if m.ok:
