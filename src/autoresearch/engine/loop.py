@@ -51,10 +51,10 @@ from autoresearch.engine.slots import (
 )
 from autoresearch.engine.startup import (
     dirty_checkout_warning,
-    resume_notes,
     fix_judge,
     lost_attempt,
     mark_running,
+    resume_notes,
     start_commit,
     to_measure,
     utc_now,
