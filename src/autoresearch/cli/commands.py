@@ -65,6 +65,19 @@ def main() -> None:
     default=None,
     help="Candidates in flight at once (overrides [executor] jobs).",
 )
+@click.option(
+    "--more",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Extend the campaign by N attempts beyond its last (a finished one too).",
+)
+@click.option(
+    "--ci",
+    is_flag=True,
+    help="For schedulers: attempts on stderr, a JSON summary on stdout; exit 0 improved, "
+    "4 not improved, else the failure's code.",
+)
 @handle_errors
 def run(
     config_path: Path | None,
@@ -75,17 +88,38 @@ def run(
     hypotheses: Path | None,
     unattended: bool = False,
     jobs: int | None = None,
+    more: int | None = None,
+    ci: bool = False,
 ) -> None:
     """Run or resume the campaign."""
+    from autoresearch.cli.ci import ci_summary, more_attempts
+    from autoresearch.store.ledger import Ledger
+
     campaign = campaign_of(config_path, campaign_name)
+    plateau_after = 0
+    if more is not None:
+        max_iterations, plateau_after = more_attempts(campaign, more, max_iterations)
+    before = Ledger(campaign.state_dir).read() if ci else []
     if hypotheses is not None:
         from autoresearch.learning.ideas import queue_file
 
         added = queue_file(campaign, hypotheses)
-        console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
+        out = err_console if ci else console
+        out.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
     result = run_engine(
-        campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended, jobs=jobs
+        campaign,
+        max_iterations,
+        quiet=quiet,
+        plain=plain,
+        unattended=unattended,
+        jobs=jobs,
+        plateau_after=plateau_after,
+        ci=ci,
     )
+    if ci:
+        data, code = ci_summary(campaign, before, result)
+        click.echo(json.dumps(data, indent=2))
+        sys.exit(code)
     if result.exit_code == 0:
         from autoresearch.cli.confirm import confirm_at_end
 
@@ -140,12 +174,15 @@ def run_engine(
     plain: bool,
     unattended: bool = False,
     jobs: int | None = None,
+    plateau_after: int = 0,
+    ci: bool = False,
 ) -> RunResult:
-    """Run the engine with the live view on a terminal, else one line per attempt."""
+    """Run the engine with the live view on a terminal, else one line per attempt (on
+    stderr with `ci`, whose stdout is the JSON summary's)."""
     from autoresearch.views.tracking import make_tracker
 
-    if quiet or plain or not console.is_terminal:
-        printer = Printer(console, quiet=quiet)
+    if ci or quiet or plain or not console.is_terminal:
+        printer = Printer(err_console if ci else console, quiet=quiet)
         tracker = make_tracker(campaign, printer)
         engine = Engine(
             campaign,
@@ -153,6 +190,7 @@ def run_engine(
             max_iterations=max_iterations,
             unattended=unattended,
             jobs=jobs,
+            plateau_after=plateau_after,
         )
         return engine.run()
     from autoresearch.views.live import LiveView
@@ -167,6 +205,7 @@ def run_engine(
             max_iterations=max_iterations,
             unattended=unattended,
             jobs=jobs,
+            plateau_after=plateau_after,
         )
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)

@@ -90,8 +90,12 @@ class Engine:
         unattended: bool = False,
         approve: AttemptRecord | None = None,
         jobs: int | None = None,
+        plateau_after: int = 0,
     ) -> None:
         self.campaign = campaign
+        # `run --more`: the plateau rule counts only the attempts after this one, so a
+        # campaign that stopped on a plateau gets the attempts it was given.
+        self.plateau_after = plateau_after
         self.cfg = campaign.config
         self.proposer = None if proposer is None else as_proposer(proposer)
         self.own_proposer = proposer is None  # made from the config: one per slot with jobs
@@ -532,6 +536,10 @@ class Engine:
     def _stop_reason(self) -> StopReason | None:
         rules = StopRules.of(self.cfg, self.max_iterations)
         summary = summarize(self.cfg.name, str(self.cfg.metric.direction), self.records)
+        if self.plateau_after:
+            recent = [r for r in self.records if r.iteration > self.plateau_after]
+            streak = summarize(self.cfg.name, str(self.cfg.metric.direction), recent).streak
+            summary = replace(summary, streak=streak)
         minutes = (self.clock() - self.started) / 60.0
         reason = stop_reason(rules, summary, self.incumbent.metric, self._last_iteration(), minutes)
         if reason is None and self.proposer is not None and self.proposer.exhausted():
