@@ -553,6 +553,41 @@ def ablate(config_path: Path | None, campaign_name: str | None, as_json: bool) -
     emit(Shown(report.to_json(), lambda: [escape(markdown(report))]), as_json)
 
 
+@main.command()
+@click.option("--force", is_flag=True, help="Replace the branches of an earlier finalize.")
+@campaign_options
+@json_option
+@handle_errors
+def finalize(
+    force: bool, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
+    """Split the kept changes into branches from the campaign's base, one per change (or
+    per group that must stay together), each with its measured effect in the commit
+    message, to review and merge one by one."""
+    from autoresearch.checks.finalize import finalize as split
+
+    root = checkout_root()
+    state_dir = state_dir_of(config_path, campaign_name)
+    pieces = split(root, state_dir, read_records(state_dir), force)
+    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+
+    def lines() -> Iterable[str]:
+        for piece in pieces:
+            attempts = ", ".join(f"#{i}" for i in piece.attempts)
+            effect = "; ".join(
+                gain_text(r.delta, direction) for r in piece.changes if r.delta is not None
+            )
+            yield f"{safe(piece.branch)}  {piece.commit[:10]}  {attempts}: {effect}"
+            if piece.why:
+                yield f"  together: {safe(piece.why)}"
+        yield (
+            f"{len(pieces)} branches from the campaign's base; review and merge each on its "
+            "own (`git log -1 BRANCH` shows its measured effect)"
+        )
+
+    emit(Shown([p.to_json(direction) for p in pieces], lines), as_json)
+
+
 @main.command(name="apply")
 @click.option(
     "--attempt",
