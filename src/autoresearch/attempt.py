@@ -497,3 +497,4 @@ class StopReason(StrEnum):
     PROPOSER_FAILED = "proposer_failed"
     BASELINE_FAILED = "baseline_failed"
     SPACE_EXHAUSTED = "space_exhausted"  # the proposer has nothing left to try
+    DISK_FULL = "disk_full"  # the engine's disk filled up during an attempt

@@ -232,14 +232,15 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         state = "waiting for the next `autoresearch step`"
     else:
         state = f"stopped: {data['stop_reason'] or 'never finished'}"
-    lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
+    direction = safe(str(data["direction"]))
+    lines = [f"[bold]{safe(str(data['name']))}[/] ({direction}) — {safe(state)}"]
     for slot in data.get("slots") or []:
         lines.append(safe(slot_line(slot)))
     noise = data.get("noise_robust") or data.get("noise")  # what the digits shown can say
     change = gain_text(
         data.get("delta"), str(data["direction"]), data.get("improvement_pct"), noise
     )
-    commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
+    commit = safe(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(
         f"baseline {num(data['baseline'], noise)}   best {num(data['best'], noise)} ({change})"
         f" at attempt {data['best_iteration']}{commit}"
@@ -467,24 +468,29 @@ def show(
 @handle_errors
 def diff(iteration: int | None, config_path: Path | None, campaign_name: str | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
-    from autoresearch.store.results import attempt, campaign_diff
-    from autoresearch.store.results import diff as attempt_diff
+    from autoresearch.store.results import attempt, campaign_diff_chunks, diff_chunks
+    from autoresearch.views.render import printable_chunks
 
     root = checkout_root()
     state_dir = state_dir_of(config_path, campaign_name)
     if iteration is None:
-        text = campaign_diff(root, state_dir)
-        if not text:
-            console.print("the campaign has kept no change yet: its best is the baseline")
-            return
+        chunks = campaign_diff_chunks(root, state_dir)
+        nothing = "the campaign has kept no change yet: its best is the baseline"
     else:
         record = attempt(state_dir, iteration)
-        text = attempt_diff(root, record)
-        if not text:
-            start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
-            console.print(f"attempt {iteration} ({record.status}){start} changed nothing")
-            return
-    click.echo(text, nl=not text.endswith("\n"))
+        chunks = diff_chunks(root, record)
+        start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
+        nothing = f"attempt {iteration} ({record.status}){start} changed nothing"
+    # A piece at a time, every control character shown as an escape: the candidate's
+    # files are text here, never instructions to the terminal.
+    last = ""
+    for text in printable_chunks(chunks):
+        click.echo(text, nl=False)
+        last = text
+    if not last:
+        console.print(nothing)
+    elif not last.endswith("\n"):
+        click.echo()
 
 
 @main.command()
@@ -842,6 +848,7 @@ def check(
         "home_visible": report.home,
         "keyrings": report.keyrings,
         "limits": report.limits,
+        "gpu": None if report.gpu is None else report.gpu.data(report.devices),
     }
 
     def lines() -> Iterable[str]:
@@ -865,6 +872,11 @@ def check(
         if report.keyrings:
             yield f"kernel keyrings: {escape(report.keyrings)}"
         yield f"limits: {escape(report.limits)}"
+        if report.gpu is not None:
+            yield from (escape(line) for line in report.gpu.lines(report.devices))
+            warning = report.gpu.warning(report.devices)
+            if warning:
+                yield f"[yellow]warning:[/] {escape(warning)}"
         if report.harness:
             yield "harness: " + escape(compact_paths(report.harness))
         for problem in report.hidden:

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.cli.probe import GpuView, frameworks_named, interpreter, probe, read_harness
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.executors.base import OK, executor_setup
-from autoresearch.gitcmd import Git
+from autoresearch.gitcmd import Git, workspace_files
 from autoresearch.isolation.process import Limits
 from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.isolation.sandbox import (
@@ -35,6 +36,7 @@ from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Proposer
+from autoresearch.scope import PathMatcher
 from autoresearch.stats.auto_rule import recommend
 from autoresearch.stats.decide import Noise, Rule, detectable_gain
 from autoresearch.stats.robust import robust_sigma
@@ -43,6 +45,8 @@ from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 # What `check` says before it knows: `run_check` replaces it with the isolation in force
 # for the metric and guard (`sandbox.isolation_text`).
 ISOLATION = "none"
+# Files in scope read for the name of a GPU framework (the first ones, by path).
+SCOPE_FILES_READ = 200
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class CheckReport:
     home: str = ""  # what a sandboxed command sees of the home folder
     keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
     limits: str = ""
+    gpu: GpuView | None = None  # what the metric sees of the GPU
+    devices: str = '"auto"'  # [sandbox] devices, as written
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
     max_samples: int = 8  # [decision] max_samples
@@ -218,6 +224,13 @@ def proposer_commands(cfg: CampaignConfig) -> list[str]:
     return [str(t.options()["command"]) for t in tables if t.options().get("command")]
 
 
+def devices_text(devices: str | list[str]) -> str:
+    """`[sandbox] devices` as the config file writes it."""
+    if isinstance(devices, str):
+        return f'"{devices}"'
+    return "[" + ", ".join(f'"{d}"' for d in devices) + "]"
+
+
 def proposer_check(
     proposer: Proposer | None, kind: str, workspace: Path, offline: bool
 ) -> ProposerCheck:
@@ -309,6 +322,24 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         spec = metric_spec(cfg.metric, limits)
+        report.devices = devices_text(cfg.sandbox.devices)
+        if cfg.metric.command is not None:
+            report.gpu = probe(
+                executor,
+                workspace=scratch,
+                env=env,
+                log_stem=logs / "check-gpu",
+                limits=limits,
+                listed=executor.devices,
+                python=interpreter(cfg.metric.command),
+            )
+            named = [cfg.metric.command, cfg.guard.command if cfg.guard else ""]
+            # The harness runs the code in scope: a training loop there names its framework.
+            scope = PathMatcher(cfg.scope)
+            code = [p for p in workspace_files(scratch) if scope.matches(p)][:SCOPE_FILES_READ]
+            report.gpu.frameworks = frameworks_named(
+                named + read_harness(scratch, [*report.harness, *code])
+            )
         readings = Readings(cfg.metrics, cfg.metric.score)
         if cfg.metric.score is not None:
             spec = replace(spec, parse=False)

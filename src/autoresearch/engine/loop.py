@@ -124,7 +124,8 @@ class Engine:
         self.evaluator: Evaluator | None = None
         self.holdout: Holdout | None = None
         self.halted: RunResult | None = None
-        self.halted_by: AttemptRecord | None = None  # the attempt that halted it
+        # What the attempts another slot's halt cut short record as their reason.
+        self.cut_off: str | None = None
 
     @property
     def rework(self) -> reworks.Rework | None:
@@ -307,34 +308,42 @@ class Engine:
                 self._set_aside(runner, place, ran, task, retry)
                 return
         outcome = steps.outcome
-        if self.halted_by is not None and outcome is not None and outcome.reason == STOPPED:
+        if self.cut_off is not None and outcome is not None and outcome.reason == STOPPED:
             # Cut off by another slot's halt, not by a signal: say which.
-            why = f"cut off when attempt {self.halted_by.iteration} halted the campaign " + (
-                f"({self.halted_by.status}: {self.halted_by.reason})"
-            )
-            steps = replace(steps, outcome=replace(outcome, reason=why))
+            steps = replace(steps, outcome=replace(outcome, reason=self.cut_off))
+        if ran.disk_full:  # the candidate's files go first: the record needs their room
+            self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
         if steps.proposal is not None and steps.proposal.network_refused:
             self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
         if steps.collected is not None and stored.commit is not None:
             self.trees.add(stored, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
-        for message in self.guide.learn(self.records, output):
+        for message in [] if ran.disk_full else self.guide.learn(self.records, output):
             self.warn(message)
         if steps.proposal is not None and again is None:
             failed = steps.proposal.failed or steps.proposal.timed_out
             self.proposer_failures = self.proposer_failures + 1 if failed else 0
         if stored.status.sets_best:
             self.proposer_failures = 0
-        self._release(place, ran, task)
+        if not ran.disk_full:
+            self._release(place, ran, task)
         self._follow_rework(place, stored, queued)
         runner.ended(place)
         if stored.status is not Status.INTERRUPTED:
             place.proposer.observe(self._outcome(stored))
         if stored.status.halts and self.halted is None:
             message = f"campaign halted: {stored.reason}"
-            self.halted_by = stored
+            self.cut_off = (
+                f"cut off when attempt {stored.iteration} halted the campaign "
+                f"({stored.status}: {stored.reason})"
+            )
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
+            runner.cancel(lambda other: self._conclude(runner, other))
+        if ran.disk_full and self.halted is None:
+            message = f"campaign halted, the disk is full: {stored.reason}; free space and resume"
+            self.cut_off = f"cut off when attempt {stored.iteration} found the disk full"
+            self.halted = RunResult(StopReason.DISK_FULL, EXIT_FAILED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
             raise ran.stopped_by
@@ -511,7 +520,7 @@ class Engine:
             self.queue.push(Queued(Why.REWORK, rework=rework))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
-        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
             final = holdout.final(self.incumbent.commit, self.records[0].commit)

@@ -318,7 +318,7 @@ class Evaluator:
             self.tree.show(commit)
             result = self._execute(spec, iteration, f"{stem}-again")
         if spec is self.metric:
-            machine.record(self.campaign.state_dir, run=stem, value=result.value)
+            machine.record(self.campaign.state_dir, run=stem, value=result.value, **result.hygiene)
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric

@@ -1,75 +1,16 @@
-"""Finding a campaign's folder and its records from the command line's point of view.
-
-A command may run in the user's checkout, in any folder below it, or inside one of a
-campaign's own folders (its workspace `.autoresearch/<name>/worktree`, a slot's, its logs):
-an agent works in the workspace, which holds a `.git` of its own, so git alone would take
-it for a repository apart. `place_of` walks up to the checkout instead and remembers the
-campaign whose folder it came through.
-"""
+"""Finding a campaign's folder and its records from the command line's point of view
+(where the command runs: `place`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from autoresearch.attempt import AttemptRecord
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
-from autoresearch.errors import AutoresearchError, ConfigError, GitError
-from autoresearch.gitcmd import repo_root
+from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.liveness import is_running
-
-STATE_FOLDER = ".autoresearch"
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a command runs: the user's checkout, and the campaign whose folder it is in."""
-
-    root: Path
-    campaign: str | None = None  # the campaign whose folder the command runs in
-    worktree: Path | None = None  # that campaign's workspace (or a slot's), when inside one
-    cwd: Path | None = None
-
-    def config(self, explicit: Path | None) -> Path | None:
-        """A `--config` path as the user meant it: inside a workspace, a relative path
-        names the checkout's file (the workspace's copy is the proposer's to edit)."""
-        if explicit is None or explicit.is_absolute() or self.cwd is None:
-            return explicit
-        if self.worktree is not None:
-            below = self.cwd.relative_to(self.worktree)
-            return self.root / below / explicit
-        return self.cwd / explicit
-
-
-def place_of(cwd: Path) -> Place:
-    """The checkout and campaign of a folder; one sentence naming where to run from when
-    it is in no repository."""
-    cwd = cwd.resolve()
-    for parent in (cwd, *cwd.parents):
-        if parent.name != STATE_FOLDER or not (parent.parent / ".git").exists():
-            continue
-        root = parent.parent
-        parts = cwd.relative_to(parent).parts
-        name = parts[0] if parts else None
-        worktree: Path | None = None
-        if name is not None:
-            if parts[1:2] == ("worktree",):
-                worktree = parent / name / "worktree"
-            elif parts[1:2] == ("slots",) and parts[3:4] == ("worktree",):
-                worktree = parent.joinpath(*parts[:4])
-        return Place(root=_top(root), campaign=name, worktree=worktree, cwd=cwd)
-    return Place(root=_top(cwd), cwd=cwd)
-
-
-def _top(folder: Path) -> Path:
-    try:
-        return repo_root(folder)
-    except GitError:
-        raise GitError(
-            f"{folder} is not inside a git repository; run autoresearch from your repository "
-            f"(the folder holding {CONFIG_FILE}) or a folder below it."
-        ) from None
+from autoresearch.store.place import STATE_FOLDER, Place, place_of, recorded_config
 
 
 def campaigns_in(root: Path) -> list[str]:
@@ -82,15 +23,6 @@ def campaigns_in(root: Path) -> list[str]:
         for p in base.iterdir()
         if p.is_dir() and ((p / "ledger.jsonl").is_file() or (p / "state.json").is_file())
     )
-
-
-def _recorded_config(root: Path, name: str) -> Path | None:
-    """The config file the campaign's last engine read (`state.json`)."""
-    folder = root / STATE_FOLDER / name
-    if not folder.is_dir():
-        return None
-    recorded = StateFile(folder).read().get("config")
-    return Path(recorded) if isinstance(recorded, str) and recorded else None
 
 
 def find_campaign(root: Path, config: Path | None, name: str | None = None) -> Campaign:
@@ -106,7 +38,7 @@ def find_campaign(root: Path, config: Path | None, name: str | None = None) -> C
             )
         return campaign
     seen: list[str] = []
-    for explicit in (None, _recorded_config(root, name)):
+    for explicit in (None, recorded_config(root, name)):
         try:
             campaign = load_campaign(root, explicit)
         except ConfigError as exc:
