@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from campaigns import campaign_toml
 from conftest import Runner, git, ledger, make_repo, snapshot
 
@@ -139,3 +141,26 @@ def test_before_start_the_step_names_the_checkout(tmp_path: Path, invoke: Runner
     repo = two_campaign_repo(tmp_path)
     out = invoke(repo / "src", "step")
     assert out.returncode == 1 and f"autoresearch start` in {repo}" in out.stderr
+
+
+def test_the_mcp_server_started_in_a_workspace_serves_its_campaign(
+    tmp_path: Path, invoke: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP client started by an agent in the workspace: the server's tools answer for
+    the campaign of that workspace, from the user's checkout."""
+    import anyio
+
+    from autoresearch.agent import mcp_server
+
+    repo = two_campaign_repo(tmp_path)
+    assert invoke(repo, "start", "--config", "other.toml").returncode == 0
+    ws = repo / ".autoresearch" / "other" / "worktree"
+    served: list[mcp_server.MCPServer] = []
+    monkeypatch.setattr(
+        mcp_server,
+        "serve",
+        lambda root, config=None: served.append(mcp_server.make_server(root, config)),
+    )
+    assert invoke(ws / "src", "mcp").returncode == 0
+    status = anyio.run(served[0].call_tool, "status", {}).structured_content
+    assert status["campaign"] == "other" and status["baseline"] == 7
