@@ -75,6 +75,8 @@ def test_show_step_and_status_print_no_float_noise(tmp_path: Path, invoke: Runne
 
     status = invoke(repo, "status")
     assert "9999" not in status.stdout and "gain +1.86" in status.stdout
+    log = invoke(repo, "log")
+    assert "9999" not in log.stdout and "+1.86" in log.stdout and "-1.86" in log.stdout
 
     (ws / "calc.py").write_text("N = 7\n")  # worse: 4 against 1.86
     text = invoke(ws, "step")
@@ -86,3 +88,19 @@ def test_show_step_and_status_print_no_float_noise(tmp_path: Path, invoke: Runne
     # the incumbent's value it lost to, not null
     assert discard["previous_best"] == pytest.approx(1.86)
     assert git(repo, "rev-parse", "autoresearch/toy").strip() == kept["commit"]
+
+
+def test_the_log_table_shows_the_digits_the_noise_supports() -> None:
+    from rich.console import Console
+
+    from autoresearch.attempt import AttemptRecord, Status
+    from autoresearch.views.render import attempts_table
+
+    record = AttemptRecord(
+        1, Status.KEEP, metric=42.861234, delta=-1.8599999999999994, description="x"
+    )
+    console = Console(width=200, record=True)
+    console.print(attempts_table([record], direction="minimize", noise=0.13))
+    text = console.export_text()
+    assert "42.86 " in text and "+1.86" in text and "-1.86" in text
+    assert "42.8612" not in text

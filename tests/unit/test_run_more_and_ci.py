@@ -48,6 +48,11 @@ def test_more_is_refused_before_a_first_run_and_beside_max_iterations(
     assert "Traceback" not in early.stderr
     both = invoke(repo, "run", "--more", "2", "--max-iterations", "3")
     assert both.returncode == 2 and "pass one" in both.stderr
+    ci = invoke(repo, "run", "--ci", "--more", "2")  # a scheduler still gets its JSON
+    assert ci.returncode == 2 and "has not run yet" in ci.stderr
+    data = json.loads(ci.stdout)
+    assert data["outcome"] == "failed" and data["exit_code"] == 2
+    assert "has not run yet" in data["message"]
 
 
 def test_ci_says_improved_not_improved_and_failed(tmp_path: Path, invoke: Runner) -> None:

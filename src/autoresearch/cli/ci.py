@@ -73,8 +73,13 @@ def ci_summary(
     return data, code
 
 
+def ci_failure(message: str, code: int) -> dict[str, Any]:
+    """What `run --ci` prints when the run could not start or broke off with an error."""
+    return {"outcome": "failed", "improved": False, "exit_code": code, "message": message}
+
+
 def _best(records: list[AttemptRecord]) -> float | None:
     return next((r.metric for r in reversed(records) if r.status.sets_best), None)
 
 
-__all__ = ["EXIT_NOT_IMPROVED", "ci_summary", "more_attempts"]
+__all__ = ["EXIT_NOT_IMPROVED", "ci_failure", "ci_summary", "more_attempts"]

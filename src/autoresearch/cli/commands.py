@@ -92,6 +92,29 @@ def run(
     ci: bool = False,
 ) -> None:
     """Run or resume the campaign."""
+    try:
+        _run(config_path, campaign_name, max_iterations, quiet, plain, hypotheses,
+             unattended, jobs, more, ci)  # fmt: skip
+    except AutoresearchError as exc:
+        if ci:  # the JSON on stdout whatever happens; the sentence on stderr as usual
+            from autoresearch.cli.ci import ci_failure
+
+            click.echo(json.dumps(ci_failure(str(exc), exc.exit_code), indent=2))
+        raise
+
+
+def _run(
+    config_path: Path | None,
+    campaign_name: str | None,
+    max_iterations: int | None,
+    quiet: bool,
+    plain: bool,
+    hypotheses: Path | None,
+    unattended: bool,
+    jobs: int | None,
+    more: int | None,
+    ci: bool,
+) -> None:
     from autoresearch.cli.ci import ci_summary, more_attempts
     from autoresearch.store.ledger import Ledger
 
@@ -304,7 +327,10 @@ def log_(config_path: Path | None, campaign_name: str | None, as_json: bool) -> 
             yield "no attempts yet (the engine is starting)"
             return
         direction = str(StateFile(state_dir).read().get("direction") or "minimize")
-        yield attempts_table(records, direction=direction)
+        from autoresearch.store.summary import summarize
+
+        noise = summarize(state_dir.name, direction, records).noise
+        yield attempts_table(records, direction=direction, noise=noise)
 
     emit(Shown([stored_object(r) for r in records], lines), as_json)
 

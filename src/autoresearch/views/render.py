@@ -230,8 +230,10 @@ def attempts_table(
     with_commit: bool = True,
     width: int = 100,
     direction: str = "minimize",
+    noise: float | None = None,
 ) -> Table:
-    """Attempts as a table: number, status, metric, gain, delta, (commit,) description."""
+    """Attempts as a table: number, status, metric, gain, delta, (commit,) description;
+    numbers to the digits `noise` supports when it is known."""
     table = Table(show_edge=False, header_style="bold")
     columns = [
         "#",
@@ -255,9 +257,9 @@ def attempts_table(
         cells = [
             str(record.iteration),
             f"[{STATUS_STYLE[record.status]}]{record.status}[/]",
-            num(record.metric),
-            signed(gain(record.delta, direction)),
-            signed(record.delta),
+            num(record.metric, noise),
+            signed(gain(record.delta, direction), noise),
+            signed(record.delta, noise),
         ]
         if with_commit:
             cells.append(safe((record.commit or "")[:10]))
