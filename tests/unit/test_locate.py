@@ -164,3 +164,21 @@ def test_the_mcp_server_started_in_a_workspace_serves_its_campaign(
     assert invoke(ws / "src", "mcp").returncode == 0
     status = anyio.run(served[0].call_tool, "status", {}).structured_content
     assert status["campaign"] == "other" and status["baseline"] == 7
+
+
+def test_a_folder_removed_under_the_shell_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` makes the workspace afresh: an agent's shell left in the old one is told."""
+    from click.testing import CliRunner
+
+    from autoresearch.cli.commands import main
+
+    gone = tmp_path / "worktree"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    monkeypatch.setenv("PWD", str(gone))
+    gone.rmdir()
+    out = CliRunner().invoke(main, ["status"])
+    assert out.exit_code == 1
+    assert f"{gone} no longer exists" in out.stderr and f"`cd {gone}` again" in out.stderr

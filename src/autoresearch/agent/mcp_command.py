@@ -80,10 +80,10 @@ def mcp_(config_path: Path | None, connect: Path | None, campaign_name: str | No
     if connect is not None:
         sys.exit(relay.main([str(connect)]))
     from autoresearch.agent.mcp_server import serve
-    from autoresearch.store.place import place_of, recorded_config
+    from autoresearch.store.place import current_folder, place_of, recorded_config
 
     # From the campaign's workspace (or any folder below the checkout) too.
-    place = place_of(Path.cwd())
+    place = place_of(current_folder())
     config = place.config(config_path)
     wanted = campaign_name or place.campaign
     if config is None and wanted is not None:

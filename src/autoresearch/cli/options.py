@@ -19,6 +19,7 @@ from autoresearch.config import CONFIG_FILE, Campaign
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.errors import AutoresearchError
 from autoresearch.store.locate import Place, find_campaign, find_state_dir, place_of
+from autoresearch.store.place import current_folder
 from autoresearch.views.render import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -89,7 +90,7 @@ def _crash_dir(kwargs: dict[str, Any]) -> Path | None:
 
 def here() -> Place:
     """Where the command runs: the user's checkout even from a campaign's workspace."""
-    return place_of(Path.cwd())
+    return place_of(current_folder())
 
 
 def checkout_root() -> Path:

@@ -10,6 +10,7 @@ campaign whose folder it came through. Light on imports: `autoresearch mcp` star
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,20 @@ class Place:
             below = self.cwd.relative_to(self.worktree)
             return self.root / below / explicit
         return self.cwd / explicit
+
+
+def current_folder() -> Path:
+    """The folder the command runs in; one sentence when it was removed under the shell
+    (a campaign's workspace is made afresh when `run` opens the campaign)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        where = os.environ.get("PWD") or "the folder you are in"
+        raise GitError(
+            f"{where} no longer exists (a campaign's workspace is made afresh when "
+            f"`autoresearch run` opens the campaign); `cd {where}` again, or run from your "
+            "repository."
+        ) from None
 
 
 def place_of(cwd: Path) -> Place:
@@ -79,4 +94,4 @@ def recorded_config(root: Path, name: str) -> Path | None:
     return Path(recorded) if isinstance(recorded, str) and recorded else None
 
 
-__all__ = ["STATE_FOLDER", "Place", "place_of", "recorded_config"]
+__all__ = ["STATE_FOLDER", "Place", "current_folder", "place_of", "recorded_config"]
