@@ -402,10 +402,8 @@ def dashboard(port: int, host: str, config_path: Path | None, campaign_name: str
         raise AutoresearchError(
             f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port."
         ) from None
-    bound = server.server_address[1]
-    console.print(
-        f"dashboard of campaign '{state_dir.name}' at http://{host}:{bound}/ (Ctrl-C to stop)"
-    )
+    # The address carries the token: the page answers nothing without it.
+    console.print(f"dashboard of campaign '{state_dir.name}' at {server.url()} (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -873,6 +871,7 @@ def check(
         ],
         "home_visible": report.home,
         "keyrings": report.keyrings,
+        "holdout_run": report.holdout or None,
         "limits": report.limits,
         "gpu": None if report.gpu is None else report.gpu.data(report.devices),
     }
@@ -897,6 +896,8 @@ def check(
             yield f"home folder: {escape(report.home)}"
         if report.keyrings:
             yield f"kernel keyrings: {escape(report.keyrings)}"
+        if report.holdout:
+            yield f"holdout run: {escape(report.holdout)}"
         yield f"limits: {escape(report.limits)}"
         if report.gpu is not None:
             yield from (escape(line) for line in report.gpu.lines(report.devices))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.checks.holdout import holdout_text
 from autoresearch.cli.probe import GpuView, frameworks_named, interpreter, probe, read_harness
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
@@ -76,6 +77,7 @@ class CheckReport:
     network: list[ProposerNetwork] = field(default_factory=list)
     home: str = ""  # what a sandboxed command sees of the home folder
     keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
+    holdout: str = ""  # what tells a holdout run from a metric run
     limits: str = ""
     gpu: GpuView | None = None  # what the metric sees of the GPU
     devices: str = '"auto"'  # [sandbox] devices, as written
@@ -136,7 +138,7 @@ class CheckReport:
 
 
 def decision_text(cfg: CampaignConfig) -> str:
-    """The decision rule in force, in the words of the README."""
+    """The decision rule in force, in the words of the noise page (docs/noise.md)."""
     d = cfg.decision
     delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
     if d.rule == "auto":
@@ -314,6 +316,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             cfg.sandbox.isolation, cfg.sandbox.home_readable, os.environ.get("PATH", "")
         )
         report.keyrings = keyrings_text(cfg.sandbox.isolation)
+        report.holdout = holdout_text(cfg)
         report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"

@@ -38,7 +38,13 @@ from autoresearch.engine.lifecycle import (
 from autoresearch.engine.merging import alone, merged
 from autoresearch.engine.procedure import STOPPED, Place, Ran, Task, release
 from autoresearch.engine.queue import CandidateQueue, Queued, Why
-from autoresearch.engine.recording import Judged, Steps, attempt_record, baseline_record
+from autoresearch.engine.recording import (
+    Judged,
+    Steps,
+    attempt_record,
+    baseline_record,
+    kept_level,
+)
 from autoresearch.engine.screening import Rules
 from autoresearch.engine.slots import (
     Inline,
@@ -221,6 +227,7 @@ class Engine:
             self.own_proposer,
             self.state,
             self.on_event,
+            self.holdout,
         )
         slots = Slots(parts, self.jobs)
         for warning in slots.open(self.incumbent.commit):
@@ -380,7 +387,9 @@ class Engine:
         assert collected is not None and collected.commit is not None
         self.workspace.advance(collected.commit, self.incumbent.commit)
         tree = collected.candidate.tree
-        self.incumbent = Incumbent(collected.commit, tree, outcome.measured.metric)
+        direction = str(self.cfg.metric.direction)
+        best = kept_level(self.incumbent.metric, outcome.measured, direction)
+        self.incumbent = Incumbent(collected.commit, tree, best)
         assert self.evaluator is not None
         self.evaluator.kept(collected.commit)
 
@@ -447,7 +456,7 @@ class Engine:
             self.warn(ANY_HOST_WARNING)
         resumed = bool(self.records)
         self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)
-        best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
+        best = next((r.best_after for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
         evaluator = self.evaluator = Evaluator(
             self.campaign,
@@ -465,6 +474,8 @@ class Engine:
         if self.cfg.holdout:
             self.holdout = Holdout(self.campaign, evaluator, start)
             self.holdout.load(self.records)
+            for warning in self.holdout.warnings():
+                self.warn(warning)
         review = Review(
             self.campaign,
             evaluator,
@@ -523,7 +534,8 @@ class Engine:
         settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
-            final = holdout.final(self.incumbent.commit, self.records[0].commit)
+            last = self.records[-1].iteration
+            final = holdout.final(self.incumbent.commit, self.records[0].commit, last)
             if final is not None:
                 self.state.update(holdout=final)
         if self.evaluator is not None:

@@ -117,7 +117,8 @@ def home_allowlist(
     # This package too: what the engine runs inside the sandbox (the proposer's network
     # relay, say) comes from it, and an editable install's source may live under home.
     package = Path(__file__).resolve().parents[1]
-    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, sys.executable]:
+    executable = str(Path(sys.executable).parent)
+    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, executable]:
         if entry:
             found.append(Path(entry))
     for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
@@ -134,8 +135,6 @@ def home_allowlist(
             if path == home:
                 shown.append(path)
             continue
-        if path.is_file():
-            path = path.parent
         # A bin folder of an environment brings the environment (its libraries) along.
         if path.name in ("bin", "Scripts") and (
             (path.parent / "pyvenv.cfg").exists() or (path.parent / "conda-meta").is_dir()
