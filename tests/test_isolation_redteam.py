@@ -767,15 +767,6 @@ TOOLCHAIN_CREDENTIALS = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the home allowlist shows toolchain folders whole: the configuration they keep "
-        "inside themselves (the global npmrc under ~/.nvm, a conda root's .condarc, a "
-        "pyenv interpreter's pip.conf) holds registry and index tokens, and a candidate "
-        "reads them"
-    ),
-)
 def test_candidate_reads_tokens_kept_inside_toolchain_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

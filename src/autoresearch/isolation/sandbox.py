@@ -91,6 +91,41 @@ DEFAULT_HOME_READABLE = (
 )
 
 
+# Where toolchains keep settings that may hold a token (a registry's, a channel's): hidden
+# inside the toolchain folders the home allowlist shows, relative to each.
+TOOLCHAIN_SETTINGS = (
+    "pip.conf",
+    "etc/pip.conf",
+    ".condarc",
+    "condarc",
+    ".npmrc",
+    "etc/npmrc",
+    ".pypirc",
+    "credentials",
+    "credentials.toml",
+    ".credentials.json",
+    "auth.json",
+    "versions/*/pip.conf",
+    "versions/*/etc/pip.conf",
+    "versions/node/*/etc/npmrc",
+    "envs/*/pip.conf",
+    "envs/*/.condarc",
+    "envs/*/condarc",
+)
+
+
+@lru_cache(maxsize=8)
+def settings_within(shown: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The settings files inside the shown toolchain folders (found once per process: the
+    commands cannot write there)."""
+    found: list[Path] = []
+    for folder in shown:
+        if folder.is_dir():
+            for pattern in TOOLCHAIN_SETTINGS:
+                found += folder.glob(pattern)
+    return tuple(found)
+
+
 # Hidden from every sandbox whatever the settings say: Ray's session folders (its sockets,
 # logs, the cluster's address) and Kerberos ticket caches, which live outside the home.
 def always_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
@@ -511,7 +546,7 @@ def engine_boundary(
     return Boundary(
         workdir=workdir,
         tmpdir=tmpdir,
-        hidden=(root.resolve(), *deny_read, *always_hidden()),
+        hidden=(root.resolve(), *deny_read, *always_hidden(), *settings_within(shown)),
         readonly=(*readonly, *interpreter_dirs(path_env, root), *shown),
         writable=tuple(writable),
         network=network,
