@@ -175,7 +175,8 @@ class Engine:
                 )
                 return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
             if paused:
-                self.state.update(waiting=True)
+                self.workspace.settle_private_git()
+                self.state.update(waiting=True, in_flight=None)
                 return RunResult("", EXIT_OK, self.summary())
             stop = self._stop_reason() or StopReason.MAX_ITERATIONS
             if self.cfg.stop.ablate:
@@ -497,7 +498,11 @@ class Engine:
         if self.evaluator is not None:
             self.evaluator.discard()
         self.workspace.close_watch()
-        self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
+        if reason is not StopReason.TAMPERED:  # a hijacked folder is not written to
+            self.workspace.settle_private_git()
+        self.state.update(
+            stop_reason=reason, stop_message=message, stopped_utc=utc_now(), in_flight=None
+        )
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(
             Stopped(reason, result.summary, message, self.workspace.branch, str(self.ledger.path))

@@ -199,6 +199,7 @@ def _propose(
     # A confined proposer cannot see the checkout: there is nothing to watch.
     watched = cfg.sandbox.watch_checkout and proposer.runs_commands and not proposer.confined
     watch = CheckoutWatch(place.campaign.root, list(cfg.share), watched)
+    place.workspace.proposer_runs_commands(proposer.runs_commands or proposer.edits_in_place)
     place.workspace.watch(proposer.sealed)
     began = place.clock()
     proposal = ask(proposer, ctx, place.logs / f"{task.iteration:04d}-proposer-error.txt")

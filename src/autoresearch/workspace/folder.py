@@ -16,6 +16,7 @@ read by the engine, and the engine makes it afresh after every attempt.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable
@@ -45,6 +46,8 @@ from autoresearch.workspace.private_git import digest, link_shares, make_private
 from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
 from autoresearch.workspace.submodules import Submodules
 
+FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a commit id as git writes it in HEAD
+
 
 class Workspace:
     def __init__(self, root: Path, name: str, state_dir: Path, share: list[str]) -> None:
@@ -68,6 +71,10 @@ class Workspace:
         self._index_digest: tuple[int, int, int, int] | None = None
         self.subs = Submodules(root, self.path, state_dir, self.repo, lambda: self.git)
         self._private_head: str | None = None
+        # The proposer's `.git` is remade only when something may read it (see
+        # `proposer_runs_commands`): `_private_due` is the head it waits to be made at.
+        self._private_lazy = False
+        self._private_due: str | None = None
         # Marks on the files while a sealed proposer works: its changes, named by the kernel.
         self._watch: FolderWatch | None = None
         # Whether the files are exactly HEAD's commit (what the marks' account starts from).
@@ -231,7 +238,28 @@ class Workspace:
             extra_env=NO_PRELOAD,
         )
 
+    def proposer_runs_commands(self, runs: bool) -> None:
+        """Say, before each proposal, whether the proposer starts processes (an agent, a
+        command), which may read and write its `.git`. One that writes only through its own
+        code never looks at it: then the `.git` is not remade after every attempt but once
+        a proposer that runs commands comes, or the run ends (`settle_private_git`)."""
+        self._private_lazy = not runs
+        if runs:
+            self.settle_private_git()
+
+    def settle_private_git(self) -> None:
+        """The proposer's `.git` made now if it waits to be."""
+        if self._private_due is not None:
+            self.check()
+            self._make_private_git(self._private_due)
+
     def _private_git(self, head: str) -> None:
+        if self._private_lazy:
+            self._private_due = head
+        else:
+            self._make_private_git(head)
+
+    def _make_private_git(self, head: str) -> None:
         """The proposer's own `.git` in the workspace, made afresh: a branch at `head`,
         objects borrowed from the user's store, an index matching the files."""
         make_private_git(
@@ -243,10 +271,13 @@ class Workspace:
             self.exclude_file,
         )
         self._private_head = head
+        self._private_due = None
 
     def _agent_moved(self) -> bool:
         """Whether the proposer moved HEAD or the branch in its own `.git` (for the record
         only: the engine reads the files, never these refs)."""
+        if self._private_due is not None:
+            return False  # no proposer that runs commands had it since it was last made
         dotgit = self.path / ".git"
         if not real_dir(dotgit):
             return True
@@ -651,12 +682,25 @@ class Workspace:
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
         self.repo.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
-        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+        self._point_head(commit)
 
     def move_head(self, commit: str) -> None:
         """Point the workspace's HEAD at `commit`, whose files it holds already (a slot's
-        candidate that was kept)."""
-        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+        candidate that was kept; the engine's own workspace is there already)."""
+        if read_small(self.gitdir / "HEAD") != f"{commit}\n".encode():
+            self._point_head(commit)
+
+    def _point_head(self, commit: str) -> None:
+        """HEAD of the engine's own git directory detached at `commit`, written as git
+        writes it (a new file renamed over the old one) without starting git: no git
+        command of the engine's runs in that directory meanwhile."""
+        if not FULL_ID.fullmatch(commit):
+            self.git.run("update-ref", "--no-deref", "HEAD", commit)
+            return
+        self.own_gitdir.check()
+        new = self.gitdir / "HEAD.new"
+        write_file(new, f"{commit}\n".encode())
+        os.replace(new, self.gitdir / "HEAD")
 
     def record_ref(self, iteration: int, commit: str) -> None:
         self.repo.run("update-ref", self.attempt_ref(iteration), commit)
