@@ -47,6 +47,7 @@ import argparse
 import itertools
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,6 +59,15 @@ from pathlib import Path
 HILLCLIMB = "hillclimb==0.8.2"
 SCORE = 'sed -n "s/^X = //p" solution.py\n'
 START = 1000
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its children that ended: what an attempt costs the
+    machine, whatever else runs on it."""
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def candidate(k: int) -> int:
@@ -100,7 +110,7 @@ def run_ours(n: int, isolation: str) -> dict[str, object]:
             began = time.monotonic()
             k = len(calls) + 1
             (ctx.workspace / "solution.py").write_text(f"X = {candidate(k)}\n")
-            calls.append((began, time.monotonic()))
+            calls.append((began, time.monotonic(), cpu_seconds()))
             return Proposal(description=f"candidate {k}")
 
     with tempfile.TemporaryDirectory(prefix="peers-ours-") as tmp:
@@ -128,7 +138,7 @@ def run_ours(n: int, isolation: str) -> dict[str, object]:
 # -- hillclimb: a driver run by the virtual environment's interpreter -----------------------
 
 HILLCLIMB_DRIVER = r"""
-import json, os, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 
 import hillclimb as hc
@@ -151,6 +161,11 @@ os.chmod(problem / "verifier.sh", 0o755)
 (problem / "solution.py").write_text(f"X = {start}\n")
 calls = []
 
+def cpu_seconds():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
 def candidate(k):
     return start - k if k % 2 == 1 else 2 * start + k
 
@@ -161,7 +176,7 @@ class Scripted:
         began = time.monotonic()
         k = len(calls) + 1
         (request.candidate_dir / "solution.py").write_text(f"X = {candidate(k)}\n")
-        calls.append((began, time.monotonic()))
+        calls.append((began, time.monotonic(), cpu_seconds()))
         return AgentResult(ok=True, session_id=f"scripted-{k}", duration_s=0.0)
 
 hc.register_agent("scripted", Scripted)
@@ -249,11 +264,16 @@ def run_hillclimb(python: Path, n: int) -> dict[str, object]:
         return result
 
 
-def run_child_ours(n: int, isolation: str) -> dict[str, object]:
+def run_child_ours(n: int, isolation: str, source: Path | None = None) -> dict[str, object]:
+    """A campaign in a child process: of this tree, or of the one at `source` (its src/)."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source / "src")
     done = subprocess.run(
         [sys.executable, __file__, "--child", str(n), "--isolation", isolation],
         capture_output=True,
         text=True,
+        env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"autoresearch failed:\n{done.stderr[-3000:]}")
@@ -261,27 +281,30 @@ def run_child_ours(n: int, isolation: str) -> dict[str, object]:
     return result
 
 
-def bare_metric_ms(runs: int) -> list[float]:
-    """The metric's own time: `sh score.sh` started from Python, no engine around it."""
+def bare_metric_ms(runs: int) -> list[tuple[float, float]]:
+    """The metric's own (wall, CPU) time in ms: `sh score.sh` started from Python, no
+    engine around it."""
     out = []
     with tempfile.TemporaryDirectory(prefix="peers-metric-") as tmp:
         folder = Path(tmp)
         (folder / "score.sh").write_text(SCORE)
         (folder / "solution.py").write_text(f"X = {START}\n")
         for _ in range(runs):
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), cpu_seconds()
             subprocess.run(["sh", "score.sh"], cwd=folder, capture_output=True, check=True)
-            out.append(1000 * (time.perf_counter() - began))
+            out.append((1000 * (time.perf_counter() - began), 1000 * (cpu_seconds() - cpu)))
     return out
 
 
-def attempts_ms(result: dict[str, object]) -> tuple[list[float], list[float]]:
-    """(wall time of each attempt, the proposer's own time in each), in ms."""
+def attempts_ms(result: dict[str, object]) -> tuple[list[float], list[float], list[float]]:
+    """(wall time of each attempt, the proposer's own time in each, the CPU time of each),
+    in ms."""
     calls = result["calls"]
     assert isinstance(calls, list)
     walls = [1000 * (b[0] - a[0]) for a, b in itertools.pairwise(calls)]
-    own = [1000 * (end - began) for began, end in calls[:-1]]
-    return walls, own
+    own = [1000 * (a[1] - a[0]) for a in calls[:-1]]
+    cpu = [1000 * (b[2] - a[2]) for a, b in itertools.pairwise(calls)]
+    return walls, own, cpu
 
 
 def pct(values: list[float], q: float) -> float:
@@ -296,6 +319,11 @@ def main() -> int:
     parser.add_argument("--python", help="a Python 3.12+ interpreter for hillclimb")
     parser.add_argument("--venv", type=Path, help="hillclimb's virtual environment (kept)")
     parser.add_argument("--isolation", default="bwrap", choices=["bwrap", "none"])
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another autoresearch source tree (say, an earlier commit's) measured alongside",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -321,33 +349,40 @@ def main() -> int:
 
 def compare(args: argparse.Namespace, hc_python: Path) -> int:
     n, rounds = args.candidates, args.rounds
+    engines = ["autoresearch", "hillclimb"] + (["before"] if args.before else [])
     print(
         f"toy task: {n} scripted candidates per run, {rounds} runs per engine interleaved "
-        "(autoresearch, hillclimb, ...), each in a fresh process and folder; "
+        f"({', '.join(engines)}, then backwards, ...), each in a fresh process and folder; "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} (a shared machine: the "
         "figures move from run to run, the ratio less)",
         flush=True,
     )
-    walls: dict[str, list[float]] = {"autoresearch": [], "hillclimb": []}
-    own: dict[str, list[float]] = {"autoresearch": [], "hillclimb": []}
+    walls: dict[str, list[float]] = {e: [] for e in engines}
+    own: dict[str, list[float]] = {e: [] for e in engines}
+    cpus: dict[str, list[float]] = {e: [] for e in engines}
     sandboxes: dict[str, str] = {}
-    metric: list[float] = []
+    metric: list[tuple[float, float]] = []
     for r in range(rounds):
-        order = ["autoresearch", "hillclimb"] if r % 2 == 0 else ["hillclimb", "autoresearch"]
+        order = engines if r % 2 == 0 else engines[::-1]
         for engine in order:
             metric += bare_metric_ms(5)
             if engine == "autoresearch":
                 result = run_child_ours(n, args.isolation)
+            elif engine == "before":
+                result = run_child_ours(n, args.isolation, args.before.resolve())
             else:
                 result = run_hillclimb(hc_python, n)
             sandboxes[engine] = str(result["sandbox"])
-            w, o = attempts_ms(result)
+            w, o, c = attempts_ms(result)
             walls[engine] += w
             own[engine] += o
+            cpus[engine] += c
         print(f"  round {r + 1}/{rounds} done", flush=True)
-    metric_ms = statistics.median(metric)
+    metric_ms = statistics.median(m[0] for m in metric)
+    metric_cpu = statistics.median(m[1] for m in metric)
     print(
-        f"the metric's own time (bare `sh score.sh`, median of {len(metric)}): {metric_ms:.1f} ms"
+        f"the metric's own time (bare `sh score.sh`, median of {len(metric)}): {metric_ms:.1f} ms, "
+        f"{metric_cpu:.1f} ms of CPU"
     )
     print(
         "OpenEvolve: not measured here: its proposer is an LLM whose answers must be diffs in "
@@ -355,16 +390,19 @@ def compare(args: argparse.Namespace, hc_python: Path) -> int:
         "stand in for a model; hillclimb's scripted agent is the like-for-like peer"
     )
     header = f"{'engine':<14} {'sandbox':>8} {'attempts':>9} {'wall ms':>8}"
-    print(f"{header} {'overhead ms':>12} {'p90':>7}")
+    print(f"{header} {'overhead ms':>12} {'p90':>7} {'CPU ms':>7}")
     overhead: dict[str, float] = {}
-    for engine in ("autoresearch", "hillclimb"):
+    for engine in engines:
         extra = [w - metric_ms - o for w, o in zip(walls[engine], own[engine], strict=True)]
         overhead[engine] = statistics.median(extra)
         print(
             f"{engine:<14} {sandboxes[engine]:>8} {len(extra):>9} "
             f"{statistics.median(walls[engine]):>8.1f} {overhead[engine]:>12.1f} "
-            f"{pct(extra, 0.9):>7.1f}"
+            f"{pct(extra, 0.9):>7.1f} {statistics.median(cpus[engine]) - metric_cpu:>7.1f}"
         )
+    if args.before:
+        before = overhead["before"] / overhead["hillclimb"]
+        print(f"before: {args.before} (autoresearch as it was there), {before:.2f}x hillclimb's")
     ratio = overhead["autoresearch"] / overhead["hillclimb"]
     print(f"overhead per attempt, autoresearch / hillclimb: {ratio:.2f}x")
     return 0

@@ -75,6 +75,12 @@ from autoresearch.workspace import Workspace
 PROPOSER_FAILURE_LIMIT = 3
 
 
+# Phases that `state.json` shows from the next write on, which follows within the attempt
+# (the committed candidate, or the measurement): each write is a file renamed into place,
+# and checking what changed takes a moment once the kernel names the touched paths.
+STAGED_PHASES = frozenset({"checking"})
+
+
 class Engine:
     def __init__(
         self,
@@ -127,9 +133,11 @@ class Engine:
     # -- events and state ---------------------------------------------------------------
 
     def phase(self, phase: str, iteration: int | None = None, **extra: Any) -> None:
-        self.state.update(
-            durable=False, phase=phase, iteration=iteration, updated_utc=utc_now(), **extra
-        )
+        fields = dict(phase=phase, iteration=iteration, updated_utc=utc_now(), **extra)
+        if phase in STAGED_PHASES:
+            self.state.stage(**fields)
+        else:
+            self.state.update(durable=False, **fields)
         self.on_event(PhaseChanged(phase, iteration, **extra))
 
     def warn(self, message: str) -> None:

@@ -232,7 +232,10 @@ def _collect(place: Place, task: Task, proposal: Proposal, watch: CheckoutWatch)
         return Collected(candidate, description, diffstat=named)
     message = f"autoresearch {place.campaign.name} #{task.iteration}: {description}"
     commit = workspace.commit(candidate, start.commit, message, task.iteration)
-    diffstat = workspace.diffstat(start.commit, commit)
+    # Counted when git named the changes; else asked of git now.
+    diffstat = candidate.diffstat
+    if diffstat is None:
+        diffstat = workspace.diffstat(start.commit, commit)
     return Collected(candidate, description, commit, diffstat)
 
 

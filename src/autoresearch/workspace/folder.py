@@ -38,6 +38,7 @@ from autoresearch.workspace.candidate import (
     Scan,
     message_bytes,
     nul_join,
+    numstat_text,
     outermost,
     split_nul,
     under,
@@ -453,23 +454,32 @@ class Workspace:
         more than was named to it (the files of a folder that became a looping link read as
         gone): a refused path among them unstages it all, and the candidate names them."""
         changes: list[Change] = []
+        counted: list[str] = []
         if tree != incumbent_tree:
+            # One pass names the changes (`:modes oids STATUS`, path) and counts their
+            # lines (`added<TAB>removed<TAB>path`, as `git diff --numstat` does).
             out = self.git.run_bytes(
-                "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
+                "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", incumbent_tree, tree
             )
             items = split_nul(out)
-            # A type change (a file made a link) reads as an edit, as the scan names it.
-            changes = sorted(
-                (
-                    Change(items[i].replace("T", "M"), items[i + 1])
-                    for i in range(0, len(items) - 1, 2)
-                ),
-                key=lambda c: c.path,
-            )
+            i = 0
+            while i + 1 < len(items) and items[i].startswith(":"):
+                # A type change (a file made a link) reads as an edit, as the scan names it.
+                status = items[i].rpartition(" ")[2].replace("T", "M")
+                changes.append(Change(status, items[i + 1]))
+                i += 2
+            counted = items[i:]
+            changes.sort(key=lambda c: c.path)
         if not all(admit(c.path) for c in changes):
             self._reset_index(incumbent)
             return Candidate(incumbent_tree, changes, ignored, head_moved=moved, staged=False)
-        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
+        return Candidate(
+            tree=tree,
+            changes=changes,
+            ignored=ignored,
+            head_moved=moved,
+            diffstat=numstat_text(counted) if changes else None,
+        )
 
     def _only_admitted_files(self, touched: list[str], admit: Callable[[str], bool]) -> bool:
         """Whether every path the kernel saw touched is one a candidate may change, and no
@@ -607,11 +617,7 @@ class Workspace:
     def diffstat(self, parent: str, commit: str) -> str:
         """`path +added/-removed` per changed file, for the proposer's history."""
         out = self.git.run("diff", "--numstat", "--no-renames", parent, commit)
-        parts = []
-        for line in out.splitlines()[:8]:
-            added, removed, path = line.split("\t", 2)
-            parts.append(f"{path} +{added}/-{removed}")
-        return ", ".join(parts)
+        return numstat_text(out.splitlines())
 
     def drop_paths(self, paths: list[str]) -> None:
         """Remove untracked or ignored paths, so what is left is exactly the commit."""
