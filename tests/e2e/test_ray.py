@@ -113,3 +113,45 @@ def test_an_unreachable_cluster_is_one_clear_sentence(tmp_path: Path) -> None:
     repo = ray_campaign(tmp_path, "127.0.0.1:9", BENCH)
     with pytest.raises(ConfigError, match=r"executor\.address"):
         Engine(load_campaign(repo)).run()
+
+
+# Reads the user's ignored .env and the campaign's ledger from the worker, and counts them
+# into its number: an honest run prints calc.N.
+PEEKER = """import calc, os, pathlib
+stolen = 0
+for path in {paths!r}:
+    try:
+        stolen += len(pathlib.Path(path).read_text())
+    except OSError:
+        pass
+print(calc.N - stolen)
+"""
+
+
+@pytest.mark.slow
+def test_a_cluster_the_engine_starts_keeps_honest_numbers_and_its_token(tmp_path: Path) -> None:
+    """`address = "local"`: the engine starts the cluster, the candidate on the worker reads
+    nothing of the user's (the kept numbers are the honest ones), and once the campaign ends
+    the token is gone and the engine's environment is as it was."""
+    import os
+
+    before = {k: v for k, v in os.environ.items() if k.startswith("RAY_AUTH")}
+    repo_dir = tmp_path / "repo"
+    secrets = [repo_dir / ".env", repo_dir / ".autoresearch" / "t" / "ledger.jsonl"]
+    repo = ray_campaign(
+        tmp_path,
+        "local",
+        PEEKER.format(paths=[str(p) for p in secrets]),
+        **{"stop.max_iterations": 2, "sandbox.isolation": "bwrap"},
+    )
+    (repo / ".env").write_text("API_KEY=" + "x" * 50 + "\n")
+    (repo / ".git" / "info" / "exclude").write_text(".env\n")
+    result = Engine(load_campaign(repo)).run()
+    assert result.exit_code == 0, result.message
+    records = Ledger(repo / ".autoresearch" / "t").read()
+    measured = [r for r in records if r.metric is not None]
+    assert measured and all(r.metric == int(r.metric) and r.metric > 0 for r in measured)
+    best = [r for r in records if r.status.sets_best][-1]
+    assert git(repo, "show", "autoresearch/t:calc.py") == f"N = {best.metric:g}\n"
+    assert not (repo / ".autoresearch" / "t" / "ray-auth-token").exists()
+    assert {k: v for k, v in os.environ.items() if k.startswith("RAY_AUTH")} == before

@@ -726,6 +726,9 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         "decision": report.decision,
         "isolation": report.isolation,
         "abstract_sockets": report.sockets,
+        "proposer_network": [
+            {"network": n.mode, "allow_hosts": [str(h) for h in n.hosts]} for n in report.network
+        ],
         "home_visible": report.home,
         "keyrings": report.keyrings,
         "limits": report.limits,
@@ -741,6 +744,8 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
                 yield f"proposer: {escape(proposer.detail)}"
             else:
                 yield f"[red]proposer cannot work:[/] {escape(proposer.problem)}"
+        for network in report.network:
+            yield f"proposer network: {escape(network.text())}"
         yield f"decision: {escape(report.decision)}"
         yield f"isolation: {escape(report.isolation)}"
         if report.sockets:

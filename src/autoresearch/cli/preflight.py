@@ -15,6 +15,7 @@ from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metr
 from autoresearch.executors.base import OK, executor_setup
 from autoresearch.gitcmd import Git
 from autoresearch.isolation.process import Limits
+from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.isolation.sandbox import (
     home_text,
     isolation_text,
@@ -26,7 +27,7 @@ from autoresearch.measure.evaluation import measurement_env
 from autoresearch.measure.integrity import harness_files
 from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
-from autoresearch.proposers import create_proposer, validate_proposer
+from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Proposer
 from autoresearch.stats.auto_rule import recommend
 from autoresearch.stats.decide import Noise, Rule, detectable_gain
@@ -61,6 +62,8 @@ class CheckReport:
     decision: str = ""
     isolation: str = ISOLATION
     sockets: str = ""  # the host's abstract unix sockets, as the sandbox leaves them
+    # what the proposer's commands may reach, one entry per [[proposer]] that runs any
+    network: list[ProposerNetwork] = field(default_factory=list)
     home: str = ""  # what a sandboxed command sees of the home folder
     keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
     limits: str = ""
@@ -166,7 +169,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
     missing: ProposerCheck | None = None
     proposer: Proposer | None = None
     try:
-        proposer = create_proposer(campaign)
+        # The sandbox a run gives it: `[proposer] network` other than "on" needs one.
+        proposer = create_proposer(campaign, confinement=proposer_confinement(campaign, None))
     except ConfigError:
         raise
     except AutoresearchError as exc:
@@ -193,6 +197,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             noise=cfg.metric.noise,
             max_samples=cfg.decision.max_samples,
             confidence=cfg.decision.confidence,
+            network=list(proposer.reach()) if proposer is not None else [],
         )
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)

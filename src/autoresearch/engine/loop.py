@@ -68,6 +68,7 @@ from autoresearch.measure.integrity import Fingerprint
 from autoresearch.measure.repeats import TreeIndex, git_trees
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
+from autoresearch.proposers.network import ANY_HOST_WARNING
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace
@@ -309,6 +310,8 @@ class Engine:
                 self._set_aside(runner, place, ran, task, retry)
                 return
         stored = self._log(self._record(runner, place, task, steps))
+        if steps.proposal is not None and steps.proposal.network_refused:
+            self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
         if steps.collected is not None and stored.commit is not None:
             self.trees.add(stored, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
@@ -422,6 +425,8 @@ class Engine:
         for warning in [] if kept else self.workspace.ensure(start):
             self.warn(warning)
         validate_proposer(proposer, self.workspace.path)
+        if any(network.mode == "on" for network in proposer.reach()):
+            self.warn(ANY_HOST_WARNING)
         resumed = bool(self.records)
         self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)
         best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)

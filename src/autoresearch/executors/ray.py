@@ -9,6 +9,14 @@ into a fresh folder and runs the command there with the local executor, inside t
 sandbox where the worker has one. The run's number, its seconds and the tails of its
 output come back; only the engine writes the ledger. A worker or node lost during a run
 is retried once (spread over the cluster), then the run is a `crash` naming the loss.
+
+The command on a worker is sandboxed as a local one is: what leaves the engine is the
+environment already reduced to the allowlist (no secret of the engine's travels through
+the cluster) and, beside the settings' `deny_read`, the engine's checkout and campaign
+folder as paths to hide (they exist on a worker that shares the engine's file system);
+the worker adds its node's Ray folder (sessions, sockets, logs) and its own folder of
+cached repositories and other runs. A cluster the engine starts has no dashboard and
+answers only requests carrying its token (`ray_token`), which no sandbox can read.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from autoresearch.attempt import Status
 from autoresearch.config import ExecutorConfig
 from autoresearch.errors import ConfigError, GitError
 from autoresearch.executors.base import OK, CommandSpec, Executor, ExecutorSetup, Measurement
+from autoresearch.executors.ray_token import ClusterToken
 from autoresearch.gitcmd import IDENTITY, git_env, require_git
 from autoresearch.isolation.owned import remove
+from autoresearch.isolation.sandbox import allowed_env, interpreter_dirs, shared_paths
 
 # Output a run sends back, per stream: its last bytes.
 LOG_TAIL = 64 * 1024
@@ -126,6 +136,9 @@ class RayExecutor(Executor):
         self.shipper = Shipper()
         self.base_ref: Any = None
         self.started_ray = False
+        self.token: ClusterToken | None = None
+        # Paths of the engine's machine hidden from the command on every worker.
+        self.hide: tuple[str, ...] = ()
         self.running: set[Any] = set()
         self.lock = threading.Lock()
 
@@ -142,7 +155,7 @@ class RayExecutor(Executor):
         if setup.root is not None:
             self.shipper.open(setup.state_dir / "ray.git", setup.root)
         if not ray.is_initialized():
-            address = None if self.config.address == "local" else self.config.address
+            local = self.config.address == "local"
             problem = unreachable(self.config.address)
             if problem:
                 raise ConfigError(
@@ -150,21 +163,35 @@ class RayExecutor(Executor):
                     f"{self.config.address!r} ({problem}); start it (`ray start --head`) or "
                     "fix the address."
                 )
+            options: dict[str, Any] = {}
+            if local:
+                # A cluster of the engine's own: no dashboard (its job API runs whatever it
+                # is sent), and every server it opens wants the token no sandbox can read.
+                self.token = ClusterToken(setup.state_dir)
+                self.token.enable()
+                options["include_dashboard"] = False
             try:
                 ray.init(
-                    address=address,
+                    address=self.config.address,
                     runtime_env=dict(self.config.runtime_env) or None,
                     log_to_driver=False,
                     logging_level=logging.ERROR,
                     configure_logging=False,
+                    **options,
                 )
             except (ConnectionError, RuntimeError, ValueError) as exc:
+                self._forget_token()
                 raise ConfigError(
                     f"{setup.source}: key 'executor.address': cannot reach the Ray cluster at "
                     f"{self.config.address!r} ({_first_line(exc)}); "
                     "start it (`ray start --head`) or fix the address."
                 ) from None
             self.started_ray = True
+        hide = [str(setup.state_dir.resolve())]
+        if setup.root is not None:
+            hide.append(str(setup.root.resolve()))
+        hide += ray_folders()
+        self.hide = tuple(dict.fromkeys(hide))
         return []
 
     def close(self) -> None:
@@ -174,7 +201,13 @@ class RayExecutor(Executor):
 
             ray.shutdown()
             self.started_ray = False
+        self._forget_token()
         self.base_ref = None
+
+    def _forget_token(self) -> None:
+        if self.token is not None:
+            self.token.disable()
+            self.token = None
 
     def cancel(self) -> None:
         """Stop the runs in flight on the workers (a signal, or a halted campaign)."""
@@ -199,7 +232,15 @@ class RayExecutor(Executor):
         with self.lock:
             if self.base_ref is None:
                 self.base_ref = ray.put(self.shipper.base_bundle)
-        setup = replace(self.setup, state_dir=Path("."), root=None, share=())
+        # The engine's environment never leaves it: only what a sandboxed command may see.
+        env = allowed_env(env, self.setup.pass_env)
+        setup = replace(
+            self.setup,
+            state_dir=Path("."),
+            root=None,
+            share=self._shown_again(env.get("PATH", "")),
+            deny_read=(*self.setup.deny_read, *self.hide),
+        )
         lost = ""
         for attempt in (1, 2):
             options: dict[str, Any] = {
@@ -240,6 +281,17 @@ class RayExecutor(Executor):
         reason = f"the Ray worker was lost twice (retried once elsewhere): {lost}"
         return Measurement(Status.CRASH, None, 0.0, reason, out)
 
+    def _shown_again(self, path_env: str) -> tuple[str, ...]:
+        """What the local boundary shows again read-only inside the hidden checkout (the
+        shared paths, the interpreters PATH runs from it), as absolute paths: a worker
+        that shares the engine's file system shows them the same way."""
+        assert self.setup is not None
+        root = self.setup.root
+        if root is None:
+            return ()
+        shown = (*shared_paths(root, self.setup.share), *interpreter_dirs(path_env, root))
+        return tuple(str(path) for path in shown)
+
     def _landed(self, result: dict[str, Any], log_stem: Path) -> Measurement:
         out = log_stem.with_suffix(".out")
         _write(out, result["stdout"])
@@ -249,6 +301,19 @@ class RayExecutor(Executor):
         return Measurement(
             status, result["value"], result["seconds"], result["reason"], out, result.get("signal")
         )
+
+
+def ray_folders() -> list[str]:
+    """This node's Ray folder (its sessions: sockets, logs, the cluster's address), as the
+    process connected to the cluster sees it; none when it cannot say (Ray Client)."""
+    import ray
+
+    try:
+        temp = Path(ray.get_runtime_context().get_temp_dir()).resolve()
+    except Exception:
+        return []
+    # A folder that holds the machine (a temp dir of "/") is no folder to hide.
+    return [str(temp)] if temp.parent != temp else []
 
 
 def unreachable(address: str) -> str | None:
@@ -379,7 +444,11 @@ def measure_on_worker(
         folder.mkdir()
         materialise(base_bundle, shipment, folder)
         executor = LocalExecutor()
-        executor.start(replace(setup, state_dir=work / "state", root=work))
+        # Hidden as the user's checkout is locally: this node's cached repositories and the
+        # folders of other runs (the command's own folders are shown again), with this
+        # node's Ray folder beside the paths the engine named.
+        hidden = (*setup.deny_read, *ray_folders())
+        executor.start(replace(setup, state_dir=work / "state", root=home, deny_read=hidden))
         try:
             env = {**env, "AUTORESEARCH_WORKSPACE": str(folder)}
             stem_path = work / "logs" / stem

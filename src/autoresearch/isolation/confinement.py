@@ -17,11 +17,16 @@ allowlist holds; the engine then watches the user's checkout while the proposer 
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoresearch.errors import ConfigError
+from autoresearch.isolation import relay
 from autoresearch.isolation.process import Wrapper
+from autoresearch.isolation.proxy import ANY_HOST, ProposerNetwork, Proxy, Tally
 from autoresearch.isolation.sandbox import (
     NoSandbox,
     Sandbox,
@@ -83,6 +88,7 @@ AGENT_STATE = {
 }
 
 DESCRIPTION_NAME = "description.txt"
+PROXY_SOCKET = "proxy.sock"  # in the private TMPDIR: the engine's proxy listens there
 
 
 def agent_env(env: Mapping[str, str], pass_env: Iterable[str]) -> dict[str, str]:
@@ -104,6 +110,20 @@ class Confined:
     wrap: Wrapper | None
     description_file: Path
     child_setup: Callable[[], None] | None = None  # the sandbox's step before exec
+    proxy: Proxy | None = None  # network = "allow": the engine's proxy, listening
+
+    def close(self) -> Tally:
+        """After the command: the proxy stopped, and what it allowed and refused."""
+        if self.proxy is None:
+            return Tally()
+        self.proxy.close()
+        return self.proxy.tally
+
+    def __enter__(self) -> Confined:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
@@ -131,15 +151,21 @@ class Confinement:
         readonly: Iterable[Path] = (),
         writable: Iterable[str] = (),
         pass_env: Iterable[str] = (),
+        network: ProposerNetwork = ANY_HOST,
+        log: Path | None = None,
     ) -> Confined:
         """Confine one command that runs in `workspace`. `readonly` are files it must read
         (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
-        private TMPDIR is in `state_dir`, else beside the workspace."""
+        private TMPDIR is in `state_dir`, else beside the workspace. Under `network`
+        "allow" the engine's proxy is started here, writing what it refuses to `log`;
+        `Confined.close` stops it once the command has ended."""
         folder = self.state_dir or workspace.parent
         tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
         description = tmpdir / DESCRIPTION_NAME
         reduced = agent_env(env, pass_env)
         if not self.isolating:
+            if network.mode != "on":  # refused at start (`require_sandbox`); never degraded
+                raise ConfigError(f"[proposer] network = {network.mode!r} needs bubblewrap")
             return Confined(reduced, None, description)
         extra = home_paths(writable)
         for path in extra:  # a tool fails on a read-only home when its folder is missing
@@ -153,16 +179,61 @@ class Confinement:
             reduced,
             path_env=env.get("PATH", ""),
             deny_read=self.deny_read,
-            readonly=(*objects, *self.share, *readonly),
+            readonly=(*objects, *self.share, *readonly, *relay_paths(network)),
             writable=(*self.writable, *(p.resolve() for p in extra)),
+            network=network.mode == "on",
             home_readable=self.home_readable,
         )
         sandbox = self.sandbox
+        proxy = None
+        if network.mode == "allow":
+            proxy = Proxy(tmpdir / PROXY_SOCKET, network, log)
+            proxy.start()
+        around = relay_argv(tmpdir / PROXY_SOCKET) if proxy is not None else []
 
         def wrap(argv: list[str], status_fd: int) -> list[str]:
-            return sandbox.command(argv, boundary, status_fd)
+            return sandbox.command([*around, *argv], boundary, status_fd)
 
-        return Confined(sandbox.environment(boundary), wrap, description, sandbox.child_setup())
+        return Confined(
+            sandbox.environment(boundary), wrap, description, sandbox.child_setup(), proxy
+        )
+
+
+def relay_argv(socket_path: Path) -> list[str]:
+    """The relay around a command (`relay.py`), run by the engine's interpreter in isolated
+    mode: the standard library is all it needs."""
+    python = os.path.realpath(sys.executable)
+    return [python, "-I", "-S", str(relay_file()), str(socket_path), "--"]
+
+
+def relay_file() -> Path:
+    return Path(relay.__file__).resolve()
+
+
+def relay_paths(network: ProposerNetwork) -> tuple[Path, ...]:
+    """What the relay needs to read, shown read-only in case a hidden folder holds it (an
+    interpreter or this package inside the checkout, say)."""
+    if network.mode != "allow":
+        return ()
+    found = [relay_file(), Path(os.path.realpath(sys.executable))]
+    for key in ("stdlib", "platstdlib"):
+        found.append(Path(sysconfig.get_paths()[key]).resolve())
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and libdir:
+        found.append(Path(libdir).resolve())
+    return tuple(dict.fromkeys(found))
+
+
+def require_sandbox(network: ProposerNetwork, confinement: Confinement, source: str) -> None:
+    """`network` "off" or "allow" holds only inside the sandbox: refused without it (one
+    sentence, at start), never run with the network open instead."""
+    if network.mode == "on" or confinement.isolating:
+        return
+    raise ConfigError(
+        f"{source}: key 'proposer.network': {network.mode!r} is enforced by the sandbox, and "
+        'the proposer runs without one here ([sandbox] isolation is "none" or bubblewrap '
+        'is missing); install bubblewrap, or set network = "on" to let it reach any host.'
+    )
 
 
 def confinement_for(

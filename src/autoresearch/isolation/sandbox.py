@@ -131,10 +131,14 @@ def _home_allowlist(
     if home == Path("/") or not home.is_dir():
         return None, ()
     found = [Path(os.path.expanduser(p)) for p in (*DEFAULT_HOME_READABLE, *readable)]
+    # This package too: what the engine runs inside the sandbox (the proposer's network
+    # relay, say) comes from it, and an editable install's source may live under home.
+    package = Path(__file__).resolve().parents[1]
     for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, sys.executable]:
         if entry:
             found.append(Path(entry))
     found += [Path(prefix) for prefix in (venv, conda) if prefix]
+    found.append(package)
     shown: list[Path] = []
     for path in found:
         try:
@@ -491,6 +495,10 @@ def engine_boundary(
     shown again read-only; `protected` files of the folder read-only; the environment `env`
     (already reduced)."""
     home, shown = home_allowlist(home_readable, path_env)
+    # Nothing of the user's checkout comes back through the allowlist (an interpreter of
+    # its own is shown by `interpreter_dirs`, the rest stays hidden).
+    checkout = root.resolve()
+    shown = tuple(p for p in shown if not p.is_relative_to(checkout))
     return Boundary(
         workdir=workdir,
         tmpdir=tmpdir,
@@ -541,13 +549,17 @@ def isolation_text(isolation: str) -> str:
 def sockets_text(isolation: str) -> str:
     """What `check` says of the host's abstract unix sockets (an X server's, some buses'),
     which no mount covers: out of reach inside a Landlock scope, otherwise reachable
-    whenever the network is on (always for a proposer)."""
+    whenever the network is on (a proposer's too, unless `[proposer] network` is "off" or
+    "allow")."""
     if isolation == "none" or bwrap_problem() is not None:
         return "reachable with the network on (no sandbox)"
     scope = landlock.scoping_problem(tuple(_probe("bwrap")))
     if scope is None:
         return "out of reach (Landlock scope around bubblewrap)"
-    return f"reachable with the network on, always for a proposer ({scope})"
+    return (
+        "reachable with the network on, a proposer's too unless its network is "
+        f'"off" or "allow" ({scope})'
+    )
 
 
 def home_text(isolation: str, readable: Iterable[str], path_env: str) -> str:

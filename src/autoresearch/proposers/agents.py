@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import workspace_files
 from autoresearch.isolation.confinement import AGENT_STATE
 from autoresearch.isolation.process import run_command
+from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
@@ -33,14 +34,15 @@ from autoresearch.proposers.base import (
     ProposerSetup,
     clean_text,
 )
-from autoresearch.proposers.command import note_failure
+from autoresearch.proposers.command import note_failure, note_refusals
 from autoresearch.proposers.edits import description_of
+from autoresearch.proposers.network import NetworkOptions, proposer_network
 from autoresearch.scope import PathMatcher
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT_FILE")"'
 
 
-class AgentOptions(BaseModel):
+class AgentOptions(NetworkOptions):
     model_config = ConfigDict(extra="forbid", frozen=True)
     model: str | None = None
     extra_args: list[str] = Field(default_factory=list)
@@ -76,6 +78,9 @@ class Preset:
     install: str
     build: Callable[[str, AgentOptions, list[str]], str]
     parse: Callable[[str], Usage]
+    # What `network = "allow"` lets the tool reach when `allow_hosts` is left out: its
+    # model's API (none for a tool that talks to whichever model it is given).
+    hosts: tuple[str, ...] = ()
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
@@ -296,12 +301,34 @@ def _parse_gemini(stdout: str) -> Usage:
 
 
 PRESETS: dict[str, Preset] = {
-    "claude": Preset("claude", "npm install -g @anthropic-ai/claude-code", _claude, _parse_claude),
-    "codex": Preset("codex", "npm install -g @openai/codex", _codex, _parse_codex),
+    "claude": Preset(
+        "claude",
+        "npm install -g @anthropic-ai/claude-code",
+        _claude,
+        _parse_claude,
+        ("api.anthropic.com",),
+    ),
+    "codex": Preset(
+        "codex",
+        "npm install -g @openai/codex",
+        _codex,
+        _parse_codex,
+        ("api.openai.com", "chatgpt.com", "auth.openai.com"),
+    ),
     "aider": Preset(
         "aider", "python -m pip install aider-install && aider-install", _aider, _parse_aider
     ),
-    "gemini": Preset("gemini", "npm install -g @google/gemini-cli", _gemini, _parse_gemini),
+    "gemini": Preset(
+        "gemini",
+        "npm install -g @google/gemini-cli",
+        _gemini,
+        _parse_gemini,
+        (
+            "generativelanguage.googleapis.com",
+            "cloudcode-pa.googleapis.com",
+            "oauth2.googleapis.com",
+        ),
+    ),
 }
 
 
@@ -314,6 +341,9 @@ class AgentProposer(Proposer):
         self.confinement = setup.confinement
         self.confined = setup.confinement.isolating
         self.hidden = PathMatcher(list(setup.hidden))
+        self.network = proposer_network(
+            options, setup.confinement, setup.source, self.preset.hosts, f"the {kind} agent"
+        )
         exe = options.executable or self.preset.tool
         found = shutil.which(exe)
         if found is None:
@@ -328,6 +358,9 @@ class AgentProposer(Proposer):
             raise AutoresearchError(f"{self.exe} (the '{self.kind}' proposer) is not executable.")
         model = f", model {self.options.model}" if self.options.model else ""
         return f"{self.kind}, runs {self.exe}{model}"
+
+    def reach(self) -> tuple[ProposerNetwork, ...]:
+        return (self.network,)
 
     def command(self, files: list[str]) -> str:
         return self.preset.build(self.exe, self.options, files)
@@ -348,18 +381,21 @@ class AgentProposer(Proposer):
             readonly=(ctx.prompt_file, Path(self.exe).resolve()),
             writable=(*AGENT_STATE.get(self.kind, ()), *self.options.writable),
             pass_env=self.options.pass_env,
+            network=self.network,
+            log=ctx.log_dir / f"{stem.name}-network.log",
         )
-        result = run_command(
-            self.command(files),
-            cwd=ctx.workspace,
-            env=confined.env,
-            timeout=self.options.timeout,
-            stdout_path=stem.with_suffix(".out"),
-            stderr_path=stem.with_suffix(".err"),
-            child=self.child,
-            wrap=confined.wrap,
-            child_setup=confined.child_setup,
-        )
+        with confined:
+            result = run_command(
+                self.command(files),
+                cwd=ctx.workspace,
+                env=confined.env,
+                timeout=self.options.timeout,
+                stdout_path=stem.with_suffix(".out"),
+                stderr_path=stem.with_suffix(".err"),
+                child=self.child,
+                wrap=confined.wrap,
+                child_setup=confined.child_setup,
+            )
         stdout, stderr = result.stdout_text(), _text(result.stderr_path)
         usage = self.preset.parse(stdout)
         description = description_of(usage.text) if usage.text else ""
@@ -370,6 +406,7 @@ class AgentProposer(Proposer):
             tokens_out=usage.tokens_out,
             output_path=str(result.stdout_path),
         )
+        note_refusals(proposal, confined.close(), f"{stem.name}-network.log")
         tool = self.preset.tool
         error = usage.error or self.preset.parse(stderr).error
         if error and not result.timed_out and result.returncode == 0:

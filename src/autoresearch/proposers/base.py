@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from autoresearch.isolation.confinement import Confinement
 from autoresearch.isolation.process import ChildRecord
+from autoresearch.isolation.proxy import ProposerNetwork
 
 
 def _environ() -> dict[str, str]:
@@ -152,6 +153,10 @@ class Proposal:
     tokens_out: int | None = None
     output_path: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # Requests the proposer's proxy refused (`[proposer] network = "allow"`), and what the
+    # engine says of them.
+    network_refused: int = 0
+    network_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,11 @@ class Proposer:
         """For `check`: what the proposer needs (its executable, its endpoint unless
         `offline`), said in a few words; raises `AutoresearchError` when it cannot work."""
         return ""
+
+    def reach(self) -> tuple[ProposerNetwork, ...]:
+        """What the commands it runs may reach on the network (`[proposer] network`), for
+        `check` and the start; empty when it runs none or does not say."""
+        return ()
 
     def exhausted(self) -> bool:
         """Asked before every attempt: True when it has nothing left to try (the campaign

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
 
 
@@ -49,6 +50,9 @@ class ProposerChain(Proposer):
         for kind, member in zip(self.kinds, self.members, strict=True):
             found.append(member.preflight(workspace, offline) or kind)
         return "; then ".join(found)
+
+    def reach(self) -> tuple[ProposerNetwork, ...]:
+        return tuple(n for member in self.members for n in member.reach())
 
     def exhausted(self) -> bool:
         """Every member has nothing left to try."""

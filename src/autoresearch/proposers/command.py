@@ -7,10 +7,11 @@ import shlex
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from autoresearch.errors import AutoresearchError
 from autoresearch.isolation.process import CommandResult, run_command
+from autoresearch.isolation.proxy import ProposerNetwork, Tally
 from autoresearch.proposers.base import (
     DESCRIPTION_CHARS,
     REASON_CHARS,
@@ -23,9 +24,10 @@ from autoresearch.proposers.base import (
     is_idea,
     read_head,
 )
+from autoresearch.proposers.network import NetworkOptions, proposer_network
 
 
-class CommandOptions(BaseModel):
+class CommandOptions(NetworkOptions):
     model_config = ConfigDict(extra="forbid", frozen=True)
     command: str = Field(min_length=1)
     timeout: float = Field(default=1800, gt=0)
@@ -49,6 +51,19 @@ def note_failure(
         reason = f"{who} exited with code {result.returncode}" + (f": {said}" if said else "")
         proposal.reason = clean_text(reason, REASON_CHARS)
     return proposal
+
+
+def note_refusals(proposal: Proposal, tally: Tally, log_name: str) -> None:
+    """What the proxy refused the proposer, on the proposal for the engine to report."""
+    if not tally.refused:
+        return
+    proposal.network_refused = tally.refused
+    targets = ", ".join(tally.refused_targets)
+    more = ", ..." if tally.refused > len(tally.refused_targets) else ""
+    proposal.network_note = (
+        f"the proxy refused {tally.refused} request(s) of the proposer to hosts not in "
+        f"allow_hosts ({targets}{more}); see logs/{log_name}"
+    )
 
 
 def regular_file(path: Path) -> bool:
@@ -125,12 +140,16 @@ class CommandProposer(Proposer):
         self.child = setup.child
         self.confinement = setup.confinement
         self.confined = setup.confinement.isolating
+        self.network = proposer_network(options, setup.confinement, setup.source)
 
     def preflight(self, workspace: Path, offline: bool) -> str:
         found, problem = executable_problem(self.options.command, workspace)
         if problem:
             raise AutoresearchError(f"the proposer command cannot start: {problem}.")
         return f"command, runs {found}"
+
+    def reach(self) -> tuple[ProposerNetwork, ...]:
+        return (self.network,)
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         stem = f"{ctx.iteration:04d}-proposer"
@@ -140,26 +159,30 @@ class CommandProposer(Proposer):
             readonly=(ctx.prompt_file,),
             writable=self.options.writable,
             pass_env=self.options.pass_env,
+            network=self.network,
+            log=ctx.log_dir / f"{stem}-network.log",
         )
         description_file = confined.description_file
         env = {**confined.env, "AUTORESEARCH_DESCRIPTION_FILE": str(description_file)}
-        result = run_command(
-            self.options.command,
-            cwd=ctx.workspace,
-            env=env,
-            timeout=self.options.timeout,
-            stdout_path=ctx.log_dir / f"{stem}.out",
-            stderr_path=ctx.log_dir / f"{stem}.err",
-            child=self.child,
-            wrap=confined.wrap,
-            child_setup=confined.child_setup,
-        )
+        with confined:
+            result = run_command(
+                self.options.command,
+                cwd=ctx.workspace,
+                env=env,
+                timeout=self.options.timeout,
+                stdout_path=ctx.log_dir / f"{stem}.out",
+                stderr_path=ctx.log_dir / f"{stem}.err",
+                child=self.child,
+                wrap=confined.wrap,
+                child_setup=confined.child_setup,
+            )
         description = ""
         if regular_file(description_file):  # never a link, read to a bound
             description = description_from(read_head(description_file))
         if not description:
             description = description_from(result.stdout_text())
         proposal = Proposal(description=description, output_path=str(result.stdout_path))
+        note_refusals(proposal, confined.close(), f"{stem}-network.log")
         return note_failure(proposal, result, "the proposer", self.options.timeout)
 
     def observe(self, outcome: Outcome) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from autoresearch.testing.executor_suite import Cluster
+
 RAY = str(Path(sys.executable).with_name("ray"))
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_NODE_IP_ADDRESS": "127.0.0.1"}
 
@@ -123,3 +125,29 @@ def _cluster(workers: int, head_cpus: int, cpus: int) -> Iterator[str]:
                 pass
             node.wait(timeout=30)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def connected_cluster() -> Cluster:
+    """The cluster this process is connected to as a driver, as the executor suite's
+    attacks aim at it: its GCS, every HTTP server it has (the dashboard's default port
+    included, in case one runs), its temp folder and its token file."""
+    import ray
+
+    from autoresearch.executors.ray import ray_folders
+
+    context = ray.get_runtime_context()
+    ports = {8265}
+    for node in ray.nodes():  # type: ignore[no-untyped-call]
+        for key in ("DashboardAgentListenPort", "RuntimeEnvAgentPort", "MetricsExportPort"):
+            if int(node.get(key) or -1) > 0:
+                ports.add(int(node[key]))
+    token = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+    session = context.get_session_name()
+    folders = tuple(Path(p) for p in ray_folders())
+    return Cluster(
+        address=context.gcs_address,
+        http_ports=tuple(sorted(ports)),
+        folders=folders,
+        session=session,
+        token=(token, token.read_text()) if token.is_file() else None,
+    )
