@@ -20,25 +20,42 @@ command is timed between them. An attempt's wall time is the time between two ca
 the scripted proposer: everything the engine does for one candidate (proposal, commit or
 copy, sandbox, metric, decision, log). The overhead is that minus the metric's own time
 (the bare command, started from Python) and the proposer's own time. The last line is
-the ratio of ours to hillclimb's overhead, written like `0.80x`.
+the ratio of ours to hillclimb's overhead, written like `0.80x`. Each engine's CPU time
+per attempt (its process and the children it waited for, less the metric's) is printed
+too: a loaded machine moves it far less than the wall time. `--before DIR` runs another
+autoresearch source tree (an earlier commit's `git archive`) as a third engine.
 
-Where autoresearch's time per attempt goes (cProfile of the engine process on this task,
-`bench/overhead.py`, `bench/sandbox_cost.py`; 2-core machine shared with other work, so
-the figures move by a third from run to run):
+OpenEvolve is not run: its proposer is an LLM answering in its own diff format, so a
+loopback stand-in would be a script of the search rather than a model, and the
+comparison would measure the script.
 
-    the metric run in bubblewrap       ~15 ms  bwrap's own start (namespaces, mounts), the
-                                               sandbox's argument list, `bash -c`
-    git processes                      ~20 ms  add, write-tree, commit-tree, update-ref of
-                                               the attempt's ref (collect), diff-tree for
-                                               the changed paths and the measurement
-                                               folder, cat-file for the blobs, update-ref
-                                               of the branch (keep), diff (the diffstat)
-    the proposer's own .git remade     ~10 ms  removed and written afresh every attempt
-    state.json and the ledger          ~ 8 ms  fsync and rename
-    the rest                           ~10 ms  fingerprints, the record, the memory file
+Where autoresearch's time per attempt goes on this task (a wall-clock trace of the
+engine's steps and cProfile of the engine process, `bench/sandbox_cost.py`; a 2-core
+machine shared with other work at load 8, so each figure moves by a third from run to
+run), about 50 ms from one proposal to the next:
 
-(See the closing paragraph of "The workspace and its git bookkeeping" in
-docs/architecture.md for what was cut.)
+    the metric run in bubblewrap      24 ms  bubblewrap's start and mounts, `bash -c`; the
+                                             engine's fork: Python runs between fork and
+                                             exec (the command's record, its life bound to
+                                             the engine's, the keyrings' filter), a full
+                                             fork instead of a vfork (24 ms against 3 ms
+                                             median at load 10, 7 ms against 1 ms of CPU)
+    git processes                     20 ms  add, write-tree, diff-tree (the changes and
+                                             their line counts), commit-tree, update-ref
+                                             (the attempt's ref), diff-tree and cat-file
+                                             (the measurement folder), update-ref (the
+                                             branch, on a keep)
+    state.json and the ledger          3 ms  two fsyncs: the committed candidate, the line
+    the rest                           3 ms  fingerprints, the record, the memory file
+
+Cut before these figures (an earlier tree measured alongside with `--before`, same run):
+the fsync of the in-flight number, a state write per attempt (the in-flight number and
+the `checking` phase go with the next write), the proposer's `.git` remade after every
+attempt of a proposer that never reads it (10-40 ms on a loaded disk), the home folder's
+allowlist resolved per command (10 ms), `git diff --numstat` (counted by the diff-tree that
+names the changes), two `update-ref` of the engine's HEAD on a keep, the ledger read whole
+to chain each line. See docs/architecture.md, the end of "The workspace and its git
+bookkeeping".
 """
 
 from __future__ import annotations
