@@ -208,3 +208,77 @@ def test_a_toolchain_installed_meanwhile_is_shown_from_the_next_period(
     tool.mkdir(parents=True)
     now[0] += 31
     assert sandbox.home_allowlist((), "/usr/bin") == (home.resolve(), (tool.resolve(),))
+
+
+def git_entries(dotgit: Path) -> dict[str, str]:
+    """Every entry of a `.git`: its kind, and a file's content when small."""
+    out = {}
+    for path in sorted(dotgit.rglob("*")):
+        rel = str(path.relative_to(dotgit))
+        if path.is_symlink():
+            out[rel] = "link"
+        elif path.is_dir():
+            out[rel] = "dir"
+        elif path.is_file():
+            st = path.stat()
+            out[rel] = f"file nlink={st.st_nlink} " + (
+                path.read_text(errors="replace") if rel != "index" else str(st.st_size)
+            )
+        else:
+            out[rel] = "other"
+    return out
+
+
+class Planting(ScriptedProposer):
+    """Runs commands that plant what git would obey in its `.git`, then looks at the
+    `.git` it is given next time."""
+
+    runs_commands = True
+
+    def __init__(self, victim: Path, *edits: Callable[[Path], Proposal | None]) -> None:
+        super().__init__(*edits)
+        self.victim = victim
+        self.seen: list[dict[str, str]] = []
+
+    def propose(self, ctx):  # type: ignore[no-untyped-def]
+        dotgit = ctx.workspace / ".git"
+        self.seen.append(git_entries(dotgit))
+        k = len(self.contexts)
+        if k == 0:
+            (dotgit / "hooks").mkdir()
+            (dotgit / "hooks" / "pre-commit").write_text("#!/bin/sh\necho owned\n")
+            with (dotgit / "config").open("a") as config:
+                config.write("[core]\n\tfsmonitor = touch /tmp/owned\n")
+        elif k == 1:
+            # Its index made another name of a file elsewhere: rewritten in place, that
+            # file would take the engine's bytes.
+            (dotgit / "index").unlink()
+            os.link(self.victim, dotgit / "index")
+        elif k == 2:
+            (dotgit / "HEAD").unlink()
+            (dotgit / "HEAD").symlink_to(ctx.workspace / "calc.py")
+            os.mkfifo(dotgit / "refs" / "tags" / "pipe")
+        return super().propose(ctx)
+
+
+def test_what_a_proposer_plants_in_its_git_is_gone_before_it_works_again(
+    tmp_path: Path,
+) -> None:
+    repo = toy_repo(tmp_path, attempts=4)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a file of the user's\n")
+    proposer = Planting(victim, set_n("7"), set_n("12"), set_n("6"), set_n("13"))
+    records = run(repo, proposer)
+    assert [r.status for r in records[1:]] == [Status.KEEP, Status.DISCARD] * 2
+    assert victim.read_text() == "a file of the user's\n"
+    pristine = proposer.seen[0]
+    assert "hooks" not in pristine
+    assert all(v.startswith(("dir", "file nlink=1")) for v in pristine.values())
+    for seen in proposer.seen[1:]:
+        # The same entries, each a real folder or a file of one name: HEAD and the branch
+        # say the same, the config is the engine's, no hook, no link, no pipe.
+        assert set(seen) == set(pristine), seen
+        assert seen["HEAD"] == pristine["HEAD"] and seen["config"] == pristine["config"]
+        assert all(v.startswith(("dir", "file nlink=1")) for v in seen.values()), seen
+    worktree = repo / ".autoresearch" / "toy" / "worktree"
+    assert private_git_view(worktree)[2] == ""
