@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import math
 import os
@@ -61,6 +62,12 @@ class Scenario:
     drift_pct: float = 0.0  # change of the machine's speed over the campaign, %
     plan: str = "uniform"  # uniform | realistic (many small gains, a few large)
     trace: str = ""  # bench/data/<trace>.csv, replayed by block bootstrap
+    # The untuned shapes (see UNTUNED_SCENARIOS): a burst's median loss in effect units
+    # (its losses are right-skewed), the level shift halfway and the slow frequency state's
+    # cost, in % of the true value.
+    burst_units: float = 1.0
+    shift_pct: float = 0.0
+    slow_pct: float = 0.0
 
 
 SCENARIOS = (
@@ -84,6 +91,44 @@ TRACE_SCENARIOS = tuple(
         "compress_contended",
     )
     for plan in ("uniform", "realistic")
+)
+# Shapes the rules were not tuned on, all with the realistic effect distribution: bursts
+# of contention 3-5 runs long on 20% of the runs whose losses are right-skewed (one
+# magnitude per burst, lognormal, its median a small, a typical and a large effect), the
+# machine 10% slower from the campaign's middle attempt on, two CPU frequency states
+# (15% apart, switching on about one run in three) and one lone spike (x1.6) on the
+# first run after each keep. The last is known only to the in-process bench, which
+# knows when a keep happens (`kept` in the state); bench/decisions.py runs the others.
+UNTUNED_SCENARIOS = (
+    *(
+        Scenario(
+            f"bursts 3-5 runs, 20% of runs, median loss {units:g} effect units (skewed)",
+            "bursts35",
+            1.0,
+            4.0,
+            plan="realistic",
+            burst_units=units,
+        )
+        for units in (0.5, 1.0, 3.0)
+    ),
+    Scenario(
+        "level shift +10% halfway (gauss 1%)", "shift", 1.0, 4.0, plan="realistic", shift_pct=10.0
+    ),
+    Scenario(
+        "bimodal: two frequency states 15% apart (gauss 1%)",
+        "bimodal",
+        1.0,
+        4.0,
+        plan="realistic",
+        slow_pct=15.0,
+    ),
+    Scenario(
+        "a lone spike x1.6 right after each keep (gauss 1%)",
+        "keep_spike",
+        1.0,
+        4.0,
+        plan="realistic",
+    ),
 )
 GOAL_SCENARIOS = SCENARIOS[:2]
 ZOO = SCENARIOS + TRACE_SCENARIOS
@@ -116,6 +161,16 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "burst_unit": scenario.helpful_pct / 100.0 * START,
         "burst": [BURST_SHARE, BURST_LENGTH, *BURST_LOSS],
         "trace": load_trace(scenario.trace) if scenario.trace else [],
+        # The untuned shapes' parameters and what they remember between runs.
+        "burst_median": scenario.burst_units,
+        "burst_scale": 1.0,
+        "shift_pct": scenario.shift_pct,
+        "slow_pct": scenario.slow_pct,
+        "slow": False,
+        "iteration": 0,  # the attempt measured now (AUTORESEARCH_ITERATION)
+        "attempts": attempts,
+        "kept": 0,  # keeps so far, as the in-process bench tells them
+        "kept_seen": 0,
     }
 
 
@@ -147,8 +202,29 @@ def measurement(s: dict, version: str, effects: list) -> float:
         if s["burst_left"] > 0:
             s["burst_left"] -= 1
             loss = when.uniform(low, high) * s["burst_unit"]
+    factor = 1.0
+    if s["noise"] == "bursts35":
+        # 20% of runs in bursts of 3-5 (mean 4); one right-skewed magnitude per burst.
+        if s["burst_left"] == 0 and when.random() < 0.2 / (4 * 0.8):
+            s["burst_left"] = when.choice((3, 4, 5))
+            s["burst_scale"] = when.lognormvariate(0.0, 0.75)
+        if s["burst_left"] > 0:
+            s["burst_left"] -= 1
+            unit = s["burst_median"] * s["burst_unit"] * s["burst_scale"]
+            loss = unit * when.uniform(0.7, 1.3)
+    elif s["noise"] == "shift":
+        if s["iteration"] > s["attempts"] // 2:
+            factor = 1.0 + s["shift_pct"] / 100.0
+    elif s["noise"] == "bimodal":
+        if when.random() < 0.3:
+            s["slow"] = not s["slow"]
+        if s["slow"]:
+            factor = 1.0 + s["slow_pct"] / 100.0
+    elif s["noise"] == "keep_spike" and s["kept"] > s["kept_seen"]:
+        s["kept_seen"] = s["kept"]
+        factor = 1.6
     drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
-    return float(f"{true * drift + scale * e + loss:.6f}")
+    return float(f"{(true * drift + scale * e + loss) * factor:.6f}")
 
 
 # metric.py: `measurement` itself, on the state file; the version measured is the last
@@ -162,6 +238,7 @@ METRIC = (
 state = os.environ["BENCH_STATE"]
 with open(state) as f:
     s = json.load(f)
+s["iteration"] = int(os.environ.get("AUTORESEARCH_ITERATION", "0"))
 version = (re.findall(r"# candidate ([0-9]+)", open("model.py").read()) or ["0"])[-1]
 value = measurement(s, version, model.EFFECTS)
 with open(state, "w") as f:
@@ -288,6 +365,10 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
             if line.startswith("EFFECTS.append")
         ]
         kept = {r.iteration for r in records if r.status is Status.KEEP}
+        setting = [r for r in records if r.status.sets_best]
+        bests = [r.best_after for r in setting]
+        means = [r.metric for r in setting]
+        true = START - sum(kept_effects)
         return {
             "attempts": sum(1 for r in records if r.iteration > 0),
             "runs": sum(r.metric_runs or 0 for r in records),
@@ -297,7 +378,15 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
             "helpful": sum(1 for e in plan if e > 0),
             "gain": sum(kept_effects),
             "available": sum(e for e in plan if e > 0),
-            "final": START - sum(kept_effects),
+            "final": true,
+            # How the recorded best went: keeps that moved it the wrong way, and those
+            # where the kept candidate's own mean would have; the final one's error.
+            "keeps": len(kept),
+            "best_back": sum(1 for a, b in itertools.pairwise(bests) if b > a),
+            "was_back": sum(1 for a, b in itertools.pairwise(means) if b > a),
+            "best_err": abs(bests[-1] - true) / true,
+            "was_err": abs(means[-1] - true) / true,
+            "campaigns": 1,
         }
 
 

@@ -8,8 +8,14 @@ much of a comparison between rules is the luck of one noise draw. For each scena
 it prints the mean over `--noise-seeds` draws of the same planned candidates, and how often
 `sequential` met each goal.
 
+Beside them, how the recorded best went: `best back` counts the keeps whose recorded best
+(the level the comparison judged, as the engine records it) moved the wrong way, `was`
+those where the kept candidate's own mean (what ledgers recorded before) would have, and
+`best err` / `was err` how far the final recorded best is from the kept code's true value
+(mean absolute %).
+
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
-        [--scenarios all|goals|others]
+        [--scenarios all|goals|others|simulated|traces|untuned|zoo]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.config import Campaign, parse_config
+from autoresearch.engine.recording import kept_level
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluator
 from autoresearch.stats.decide import Verdict
@@ -33,6 +40,7 @@ from decisions import (
     SCENARIOS,
     START,
     TRACE_SCENARIOS,
+    UNTUNED_SCENARIOS,
     Scenario,
     config_text,
     make_plan,
@@ -108,19 +116,31 @@ def run_campaign(
         tree=replica,
     )
     incumbent = "c0"
-    runs = evaluator.baseline(incumbent).runs
+    measured = evaluator.baseline(incumbent)
+    runs = measured.runs
+    assert measured.metric is not None
+    best = was = measured.metric  # the recorded best, and the kept candidate's own mean
+    back = was_back = 0
     kept: set[int] = set()
     for i, effect in enumerate(plan, 1):
         replica.candidate = (i, effect)
+        replica.state["iteration"] = i
         measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
         if measured.verdict is Verdict.KEEP and not measured.failure:
             incumbent = f"c{i}"
             evaluator.kept(incumbent)
             replica.kept.append((i, effect))
+            replica.state["kept"] = len(replica.kept)
             kept.add(i)
+            after = kept_level(best, measured, "minimize")
+            assert after is not None and measured.metric is not None
+            back += after > best
+            was_back += measured.metric > was
+            best, was = after, measured.metric
         replica.candidate = None
     gain = sum(effect for _, effect in replica.kept)
+    true = START - gain
     return {
         "attempts": len(plan),
         "runs": runs,
@@ -130,7 +150,13 @@ def run_campaign(
         "helpful": sum(1 for e in plan if e > 0),
         "gain": gain,
         "available": sum(e for e in plan if e > 0),
-        "final": START - gain,
+        "final": true,
+        "keeps": len(kept),
+        "best_back": back,
+        "was_back": was_back,
+        "best_err": abs(best - true) / true,
+        "was_err": abs(was - true) / true,
+        "campaigns": 1,
     }
 
 
@@ -150,9 +176,10 @@ def main() -> None:
     parser.add_argument(
         "--scenarios",
         default="all",
-        choices=("all", "goals", "others", "simulated", "traces"),
+        choices=("all", "goals", "others", "simulated", "traces", "untuned", "zoo"),
         help="all (the noise zoo: simulated and replayed traces); goals (the two Gaussian "
-        "levels); others (the simulated rest); simulated; traces",
+        "levels); others (the simulated rest); simulated; traces; untuned (shapes the "
+        "rules were not tuned on); zoo (all and untuned)",
     )
     parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
@@ -167,6 +194,8 @@ def main() -> None:
         "others": SCENARIOS[len(GOAL_SCENARIOS) :],
         "simulated": SCENARIOS,
         "traces": TRACE_SCENARIOS,
+        "untuned": UNTUNED_SCENARIOS,
+        "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
     }[args.scenarios]
     scenarios = tuple(
         s
@@ -198,14 +227,24 @@ def captured(t: dict[str, float]) -> float:
 
 def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> None:
     print(scenario.name)
-    print(f"{'rule':<11}{'runs':>8}{'false keeps':>13}{'captured':>10}  (min-max)")
+    print(
+        f"{'rule':<11}{'runs':>8}{'false keeps':>13}{'captured':>10}  {'(min-max)':<13}"
+        f"{'best back':>13}{'was':>10}{'best err':>10}{'was err':>9}"
+    )
     for rule, draws in per_rule.items():
         caps = [captured(t) for t in draws]
         runs = statistics.fmean(t["runs"] for t in draws)
         false_keeps = statistics.fmean(t["false_keeps"] / t["not_better"] for t in draws)
+        keeps = sum(t["keeps"] for t in draws)
+        back, was = (int(sum(t[k] for t in draws)) for k in ("best_back", "was_back"))
+        errs = [
+            100 * sum(t[k] for t in draws) / sum(t["campaigns"] for t in draws)
+            for k in ("best_err", "was_err")
+        ]
         print(
             f"{rule:<11}{runs:>8.0f}{100 * false_keeps:>12.1f}%{statistics.fmean(caps):>10.3f}"
-            f"  ({min(caps):.3f}-{max(caps):.3f})"
+            f"  ({min(caps):.3f}-{max(caps):.3f}){f'{back}/{int(keeps)}':>13}{was:>10}"
+            f"{errs[0]:>9.2f}%{errs[1]:>8.2f}%"
         )
     if not {"repeats", "strict"} <= set(per_rule):
         print()

@@ -276,3 +276,24 @@ def test_toolchains_in_the_home_folder_still_run(
     assert [r.status for r in records] == [Status.BASELINE, Status.KEEP], records
     assert_honest(repo, records)
     assert (tmp_path / "repo" / ".autoresearch" / NAME).is_dir()
+
+
+@pytest.mark.parametrize("isolation", modes(none=HOME))
+def test_a_checkout_inside_the_home_folder(
+    tmp_path: Path, isolation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where most checkouts live (~/src/project): the campaign's folders are mounted inside
+    # the empty home, and the credentials beside the checkout stay out of sight.
+    secret = "home-" + uuid.uuid4().hex
+    (tmp_path / ".npmrc").write_text(f"//registry/:_authToken={secret}\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shell = f"({STEAL}) | tee /dev/stderr"
+    attack = candidate_running(shell)
+    # The proposer's script lives in the home folder too: shown as `home_readable` names it.
+    script = str(tmp_path / "propose.sh")
+    repo, state = user_repo(tmp_path, isolation, {1: attack}, **{"sandbox.home_readable": [script]})
+    run(repo)
+    records = ledger(state)
+    assert_honest(repo, records)
+    assert [r.status for r in records] == [Status.BASELINE, Status.KEEP], records
+    assert secret.encode() not in everything_written(repo)

@@ -1,3 +1,3 @@
-from autoresearch.cli.commands import main
+from autoresearch.cli import main
 
 main()

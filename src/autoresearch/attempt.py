@@ -176,6 +176,24 @@ TRAITS: dict[Status, Traits] = {
 }
 
 
+# Why a candidate is refused when its holdout run gave no number: fixed words, since the
+# reason reaches the next prompt and whatever the run printed could carry the holdout out.
+HOLDOUT_FAILED = "the holdout run failed; its output stays in the campaign's logs"
+
+
+def without_holdout(record: AttemptRecord) -> AttemptRecord:
+    """The record as a program may be given it (the prompt, the dashboard, the MCP tools):
+    no holdout numbers, and a holdout failure's reason the fixed one (a ledger written
+    before it was fixed holds the run's output there)."""
+    data = record.holdout
+    if data is None:
+        return record
+    reason = record.reason
+    if record.status is Status.CRASH and "error" in data:
+        reason = HOLDOUT_FAILED
+    return replace(record, holdout=None, reason=reason)
+
+
 def num(value: float | None) -> str:
     """A metric value as every view and message writes it."""
     return "-" if value is None else f"{value:.6g}"
@@ -217,7 +235,10 @@ class AttemptRecord:
     """One line of the ledger.
 
     `delta` and `best` belong to attempts the engine saw through (`closed`); the baseline
-    and an attempt found in flight after a crash carry neither.
+    and an attempt found in flight after a crash carry neither. Both follow the comparison
+    that judged the candidate: `delta` is its judged level minus the best before, and a
+    keep's `best` is that level, no better than its own runs and never worse than the best
+    before (a simplification, kept as equal, leaves it).
     """
 
     iteration: int
@@ -401,6 +422,14 @@ class AttemptRecord:
     # -- reading helpers ----------------------------------------------------------------
 
     @property
+    def best_after(self) -> float | None:
+        """The best once this record is in: its `best`, or for a record without one (the
+        baseline) its metric. A keep's best is the level its comparison judged it at, which
+        is its metric under the one-sample rules and may differ from it under
+        `sequential`."""
+        return self.best if self.best is not None else self.metric
+
+    @property
     def cost_usd(self) -> float:
         """Proposer and judge cost together."""
         return float(self.cost.usd or 0.0) + float(self.judge_cost.usd or 0.0)
@@ -473,3 +502,4 @@ class StopReason(StrEnum):
     PROPOSER_FAILED = "proposer_failed"
     BASELINE_FAILED = "baseline_failed"
     SPACE_EXHAUSTED = "space_exhausted"  # the proposer has nothing left to try
+    DISK_FULL = "disk_full"  # the engine's disk filled up during an attempt

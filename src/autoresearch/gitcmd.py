@@ -93,20 +93,40 @@ class Git:
             raise GitError(f"git {args[0]} failed in {self.cwd}: {detail}")
         return proc.stdout
 
+    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """git started with pipes for stdin and stdout (stderr dropped): for a conversation
+        such as `cat-file --batch`, read a piece at a time."""
+        return subprocess.Popen(
+            [*self.prefix, *args],
+            cwd=self.cwd,
+            env=self.env if extra_env is None else {**self.env, **extra_env},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
     def ok(
         self, *args: str, input: bytes | None = None, extra_env: dict[str, str] | None = None
     ) -> bool:
-        return (
-            subprocess.run(
-                [*self.prefix, *args],
-                cwd=self.cwd,
-                env=self.env if extra_env is None else {**self.env, **extra_env},
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-            ).returncode
-            == 0
+        return not self.failure(*args, input=input, extra_env=extra_env)
+
+    def failure(
+        self, *args: str, input: bytes | None = None, extra_env: dict[str, str] | None = None
+    ) -> str:
+        """Run git; "" when it succeeded, else its last line of error (or its exit code)."""
+        proc = subprocess.run(
+            [*self.prefix, *args],
+            cwd=self.cwd,
+            env=self.env if extra_env is None else {**self.env, **extra_env},
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
+        if proc.returncode == 0:
+            return ""
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        return lines[-1].strip() if lines else f"exit code {proc.returncode}"
 
     def rev(self, ref: str) -> str | None:
         out = self.run("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).strip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 
@@ -84,3 +85,44 @@ class PathMatcher:
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
+
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Caps:
+    """How much one candidate may hold (`[scope] max_file_mb`, `max_files`): above either,
+    its content never enters the repository and the attempt is `edit_refused`."""
+
+    max_bytes: int = 100 * MIB
+    max_files: int = 10_000
+
+    def file_refusal(self, path: str, size: int) -> str | None:
+        """Why a file of `size` bytes at `path` may not be part of a candidate, or None."""
+        if size <= self.max_bytes:
+            return None
+        return (
+            f"{path} is {human_size(size)}, above the {human_size(self.max_bytes)} cap "
+            "([scope] max_file_mb)"
+        )
+
+    def count_refusal(self, count: int) -> str | None:
+        """Why a candidate changing `count` files is refused, or None."""
+        if count <= self.max_files:
+            return None
+        return (
+            f"the change touches {count} files, above the cap of {self.max_files} "
+            "([scope] max_files)"
+        )
+
+
+def human_size(size: float) -> str:
+    """1.5 GiB, 100 MiB, 12.1 KiB, 10 bytes: a size as a person reads it."""
+    if size < 1024:
+        return f"{int(size)} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        size /= 1024
+        if size < 1024:
+            return f"{size:.4g} {unit}"
+    return f"{size / 1024:.4g} TiB"

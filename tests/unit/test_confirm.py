@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -46,6 +47,12 @@ def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:
     assert data["raw_gain_pct"] == 8.0
     line = describe(data)
     assert "75.0% interval" in line and "--repeat 6" in line and "95% interval" not in line
+    assert line.startswith("best [b] vs baseline [a] over 3 interleaved pairs: ")
+    at_95 = Outcome(Version("baseline", "a" * 40), Version("best", "b" * 40), a * 4, b * 4,
+                    paired_gain(a * 4, b * 4, "minimize"), "minimize")  # fmt: skip
+    line = describe(at_95.to_json())
+    assert line.startswith(f"best [{'b' * 10}] vs baseline [{'a' * 10}] over 12 ")
+    assert "96.1% interval" in line and "--repeat" not in line
 
 
 def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
@@ -59,8 +66,12 @@ def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     records = ledger(repo, "n")
     assert len(records[0]["samples"]) == 4
     assert records[1]["status"] == "keep"
-    # The campaign ended with the best confirmed against the baseline.
+    # The campaign ended with the best confirmed against the baseline, both named.
     assert "interleaved pairs" in result.stdout and "confirmed" in result.stdout
+    kept = [r for r in records if r["status"] == "keep"][-1]
+    named = f"best [{kept['commit'][:10]}] vs baseline [{records[0]['commit'][:10]}] over"
+    assert named in result.stdout, result.stdout
+    assert re.search(r"interleaved pairs: gain .*, \d+\.\d% interval \[", result.stdout)
     assert invoke(repo, "verify").returncode == 0
     status = json.loads(invoke(repo, "status", "--json").stdout)
     assert status["decision"].startswith("decision: sequential, robust")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,9 @@ class Stage:
 class Unchanged:
     files = ()  # no harness file
 
-    def changed(self, campaign: Campaign, workspace: Path) -> None:
+    def changed(
+        self, campaign: Campaign, workspace: Path, expect: Mapping[str, str] | None = None
+    ) -> None:
         return None
 
 

@@ -122,7 +122,9 @@ def test_the_judge_edited_while_the_metric_runs_is_tampered(tmp_path: Path) -> N
         (workspace / "calc.py").write_text(rewrite)
         return Proposal(description="rewrite the judge while it runs")
 
-    repo = repo_with(tmp_path)
+    # Without a sandbox, where the fingerprint is the only line (in one, the harness is
+    # read-only where it runs and the write itself fails: `test_isolation_channels`).
+    repo = repo_with(tmp_path, **{"sandbox.isolation": "none"})
     records = run(repo, tamper, iterations=3)
     assert records[-1].status is Status.TAMPERED and len(records) == 2
     assert "bench.py changed while the metric ran" in (records[-1].reason or "")

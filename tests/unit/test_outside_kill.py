@@ -81,7 +81,9 @@ print(calc.N)
 
 def test_a_judge_rewritten_by_the_run_made_again_is_still_tampered(tmp_path: Path) -> None:
     """The harness is checked after the run made again too, before its kill is taken
-    for what it is."""
+    for what it is. Without a sandbox: in one, the harness is read-only where it runs and
+    the rewrite itself fails (`test_isolation_channels`); the fingerprint is the second
+    line, tested here alone."""
     marks = tmp_path / "marks"
     marks.mkdir()
     bench = TAMPER_ON_RETRY.format(marks=str(marks))
@@ -89,7 +91,11 @@ def test_a_judge_rewritten_by_the_run_made_again_is_still_tampered(tmp_path: Pat
         tmp_path,
         LOWER,
         bench=bench,
-        **{"stop.max_iterations": 1, "sandbox.writable": [str(marks)]},  # type: ignore[arg-type]
+        **{  # type: ignore[arg-type]
+            "stop.max_iterations": 1,
+            "sandbox.writable": [str(marks)],
+            "sandbox.isolation": "none",
+        },
     )
     result = Engine(load_campaign(repo)).run()
     assert result.exit_code == 3, result.message

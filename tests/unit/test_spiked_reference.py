@@ -103,9 +103,17 @@ def test_one_spiked_re_measurement_never_becomes_the_reference(tmp_path: Path, n
     assert spiked.status is not Status.KEEP, spiked
     assert by_iteration[3].status is Status.KEEP, by_iteration[3]
     # The recorded best never moves backwards, and ends at the honest level of two gains.
-    bests = [r.best for r in records[1:] if r.best is not None]
-    assert all(later <= earlier + 1.0 for earlier, later in itertools.pairwise(bests)), bests
-    assert abs(bests[-1] - 81.0) < 1.5, bests
+    bests = [r.best_after for r in records]
+    assert all(b is not None for b in bests), bests
+    assert all(later <= earlier for earlier, later in itertools.pairwise(bests)), bests  # type: ignore[operator]
+    assert abs(bests[-1] - 81.0) < 1.5, bests  # type: ignore[operator]
+    for record in records[1:]:
+        if record.status is Status.KEEP:  # best = the best before + the judged delta
+            assert record.previous_best is not None and record.delta is not None
+            # No better than the comparison judged, and better than the best before.
+            assert record.delta < 0 and record.best is not None
+            assert record.previous_best + record.delta - 1e-9 <= record.best
+            assert record.best < record.previous_best
     report = verify_campaign(repo, repo / ".autoresearch" / "toy", "toy")
     assert report.ok, report.problems
 
@@ -125,6 +133,20 @@ def test_a_lone_spike_after_a_keep_is_answered_with_another_run_and_left_out() -
     assert test.next() is Side.CANDIDATE
     reference, fresh, _ = test.compared()
     assert reference == [90.2] and fresh == 1
+
+
+def test_a_spike_the_size_of_the_campaign_s_typical_spike_is_still_left_out() -> None:
+    """A campaign that spikes often (its first-sample screen at 16 sigmas) still answers a
+    re-measurement 30 sigmas worse than the incumbent's level with another run: the
+    spike scale stays at 4 robust sigmas, so the spikes the campaign is used to are not
+    taken as the reference."""
+    spiky = Noise(1.0, 30, screen=16.0)
+    test = Comparison(SEQUENTIAL, "minimize", (), spiky, 0, prior=[90.0])
+    test.add(105.0)  # 15 sigmas worse: inside the screen's step, far beyond 4 sigmas
+    assert test.next() is Side.INCUMBENT
+    test.add(90.5)
+    assert test.next() is Side.CANDIDATE
+    assert test.compared()[0] == [90.5]
 
 
 def test_runs_that_agree_are_the_incumbent_s_new_level() -> None:

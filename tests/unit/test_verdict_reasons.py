@@ -62,7 +62,44 @@ def test_sequential_names_z_and_the_boundary() -> None:
     # Clearly worse at once.
     verdict, why = run(rule("sequential"), [10.0, 10.0], [12.0], [])
     assert verdict is Verdict.DISCARD
-    assert why == "first run 20.0% worse than the incumbent (z -1.63 <= 0)"
+    assert why == (
+        "screened out after 1 run: 20.0% worse; the screen allows no loss "
+        "(z -1.63 <= 0, one run's noise 10%)"
+    )
+
+
+def first_look(reference: list[float], value: float, noise: Noise) -> tuple[Verdict, str]:
+    test = Comparison(
+        Rule("sequential", max_samples=4, estimator="robust"), "minimize", reference, noise
+    )
+    assert test.next() is Side.CANDIDATE
+    test.add(value)
+    return test.verdict, explain(test.rule, test.verdict, test.look)
+
+
+def test_a_one_run_drop_names_the_spread_the_screen_allowed() -> None:
+    """On a spiky metric (screen 4 sigmas) the screen lets a first run look 4 standard
+    errors worse: sigma 1 on a level of 10, se = sqrt(1 + 1/4) = 1.118, so 44.7%. The spread
+    it names is the one it applied: just inside it the candidate gets another run, just
+    beyond it is dropped."""
+    reference, noise = [10.0] * 4, Noise(1.0, 50, screen=4.0)
+    verdict, why = first_look(reference, 14.4, noise)
+    assert verdict is Verdict.MORE and why == ""
+    verdict, why = first_look(reference, 14.6, noise)
+    assert verdict is Verdict.DISCARD
+    assert why == (
+        "screened out after 1 run: 46.0% worse, beyond the 45% spread the screen allows "
+        "at this noise (z -4.11 <= -4, one run's noise 10%)"
+    )
+
+
+def test_a_one_run_drop_against_a_single_reference_run_names_its_allowance() -> None:
+    verdict, why = run(rule("sequential"), [10.0], [12.0], [])
+    assert verdict is Verdict.DISCARD
+    assert why == (
+        "screened out after 1 run: 20.0% worse, beyond the 14% spread the screen allows at "
+        "this noise (z -1.41 <= -1, one run's noise 10%)"
+    )
 
 
 @pytest.mark.parametrize("name", ["strict", "threshold", "repeats", "sequential"])

@@ -242,10 +242,16 @@ def test_a_discard_flipped_to_keep_is_named(tmp_path: Path, rule: str) -> None:
 
     forge(repo, flip)
     git(repo, "update-ref", "refs/heads/autoresearch/toy", flipped["commit"])
-    assert problems(repo) == [
-        f"line {index + 1} (attempt {flipped['iteration']}): recorded keep, but the rule "
-        f"gives discard ({truth})"
-    ]
+    where = f"line {index + 1} (attempt {flipped['iteration']})"
+    expected = [f"{where}: recorded keep, but the rule gives discard ({truth})"]
+    before = data[index - 1]["best"] if index > 1 else data[0]["metric"]
+    if flipped["metric"] > before:  # a minimize campaign: the forged best is also worse
+        expected.append(
+            f"{where}: its best {flipped['metric']} is worse than the best before it "
+            f"({before}): the best moved backwards, where a minimize campaign's best only "
+            "ever gets lower"
+        )
+    assert problems(repo) == expected
 
 
 def test_a_keep_whose_sample_was_made_worse_is_named(tmp_path: Path) -> None:
@@ -264,11 +270,10 @@ def test_a_keep_whose_sample_was_made_worse_is_named(tmp_path: Path) -> None:
 
     forge(repo, worse)
     found = problems(repo)
-    assert len(found) == 1
-    assert found[0].startswith(
-        f"line {index + 1} (attempt {row['iteration']}): recorded keep, but the rule gives "
-        "discard (first run"
-    )
+    where = f"line {index + 1} (attempt {row['iteration']})"
+    assert len(found) == 2, found
+    assert found[0].startswith(f"{where}: recorded keep, but the rule gives discard (first run")
+    assert found[1].startswith(f"{where}: its best 50.0 is worse than the best before it")
 
 
 def test_a_sequential_keep_missing_its_incumbent_sample_is_named(tmp_path: Path) -> None:

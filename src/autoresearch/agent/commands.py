@@ -6,23 +6,33 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from autoresearch.agent.mcp_command import mcp_
 from autoresearch.cli.options import (
     checkout_root,
     config_option,
     console,
+    err_console,
     handle_errors,
     json_option,
 )
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import load_campaign
+from autoresearch.errors import AutoresearchError
 from autoresearch.views.render import safe
 
 if TYPE_CHECKING:
     from autoresearch.agent.mode import StepReport
+
+
+OFFER = (
+    "note: an agent you run yourself works outside the sandbox (it could rewrite a "
+    'measurement or the ledger); `autoresearch start --agent "<command>"` runs it inside, '
+    "where the promises hold as in `run`."
+)
 
 
 @click.command()
@@ -34,20 +44,63 @@ if TYPE_CHECKING:
     default=None,
     help="Markdown list or JSONL of hypotheses to queue; each step shows the next one.",
 )
+@click.option(
+    "--agent",
+    "agent",
+    default=None,
+    metavar="COMMAND",
+    help="Then run this agent (e.g. claude) in the sandbox, confined to the workspace; it "
+    "calls `step` through the MCP server. Exits with the agent's exit code.",
+)
 @handle_errors
-def start(config_path: Path | None, as_json: bool, hypotheses: Path | None) -> None:
+def start(
+    config_path: Path | None, as_json: bool, hypotheses: Path | None, agent: str | None
+) -> None:
     """Set the campaign up for an agent and measure the baseline (resume it if it has
-    one): then edit the workspace and call `step`."""
+    one): then edit the workspace and call `step`, or, with --agent, have the agent do it
+    inside the sandbox."""
     from autoresearch.agent.mode import start as start_campaign
 
+    _refuse_inside("start")
     campaign = load_campaign(checkout_root(), config_path)
+    if agent is not None:
+        from autoresearch.agent.sandboxed import check
+
+        check(campaign, agent)  # refused before the baseline is measured
     if hypotheses is not None:
         from autoresearch.learning.ideas import queue_file
 
         added = queue_file(campaign, hypotheses)
         if not as_json:
             console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
-    _print_step(start_campaign(campaign), as_json)
+    report = start_campaign(campaign)
+    if agent is None:
+        if not as_json:
+            err_console.print(OFFER, markup=False, highlight=False)
+        _print_step(report, as_json)
+    from autoresearch.agent.sandboxed import run_agent
+
+    if report.exit_code != 0 or report.stopped:
+        _print_step(report, as_json)
+    _show_step(report, as_json)
+    if not as_json:
+        console.print(f"starting the agent in the sandbox: {safe(agent)}", markup=False)
+    sys.exit(run_agent(campaign, agent, config_path))
+
+
+def _refuse_inside(command: str) -> None:
+    """In the sandbox of `start --agent` the campaign's files are out of reach: a command
+    that needs them says what to use instead."""
+    import os
+
+    from autoresearch.agent.relay import SOCKET_ENV
+
+    if os.environ.get(SOCKET_ENV):
+        raise AutoresearchError(
+            f"this is the sandbox of `autoresearch start --agent`, where `{command}` runs "
+            "only through the MCP tools: call the tool `" + command + "` of the MCP server "
+            "`autoresearch` (its config is in $AUTORESEARCH_MCP_CONFIG)."
+        )
 
 
 @click.command()
@@ -72,19 +125,9 @@ def step(description: str, config_path: Path | None, as_json: bool) -> None:
     log; prints the verdict, the best so far and what to do next."""
     from autoresearch.agent.mode import step as step_campaign
 
+    _refuse_inside("step")
     campaign = load_campaign(checkout_root(), config_path)
     _print_step(step_campaign(campaign, description), as_json)
-
-
-@click.command(name="mcp")
-@config_option
-@handle_errors
-def mcp_(config_path: Path | None) -> None:
-    """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
-    client over stdio. Needs: pip install 'autoresearch[mcp]'."""
-    from autoresearch.agent.mcp_server import serve
-
-    serve(checkout_root(), config_path)
 
 
 @click.command()
@@ -273,11 +316,15 @@ def _session_out(data: dict[str, object], fmt: str) -> None:
     emit(Shown(data, lambda: summary_lines(data), markup=False), as_json=fmt == "json")
 
 
-def _print_step(report: StepReport, as_json: bool) -> None:
+def _show_step(report: StepReport, as_json: bool) -> None:
     from autoresearch.agent.mode import step_lines
 
     lines = [safe(str(line), one_line=False) for line in step_lines(report)]
     emit(Shown(report.to_json(), lambda: lines), as_json)
+
+
+def _print_step(report: StepReport, as_json: bool) -> NoReturn:
+    _show_step(report, as_json)
     sys.exit(report.exit_code)
 
 

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field
 
-from autoresearch.config import Campaign, load_campaign
+from autoresearch.agent.pause import LOCK_NAME, PAUSE_ENV, Root, paused
 from autoresearch.errors import AutoresearchError
+
+if TYPE_CHECKING:
+    from autoresearch.config import Campaign
 
 SERVER_NAME = "autoresearch"
 LOG_LIMIT = 200
@@ -160,8 +164,9 @@ OPTIONAL_TOOLS: dict[str, tuple[str, str, str]] = {
 
 
 def _view(record: Any) -> AttemptView:
-    from autoresearch.attempt import Status
+    from autoresearch.attempt import Status, without_holdout
 
+    record = without_holdout(record)  # the agent is a program: no holdout numbers
     return AttemptView(
         iteration=record.iteration,
         status=str(record.status),
@@ -181,22 +186,33 @@ def _view(record: Any) -> AttemptView:
 class CampaignTools:
     """The MCP tools as plain calls on one repository (and config file)."""
 
-    def __init__(self, root: Path, config: Path | None = None) -> None:
+    def __init__(self, root: Path, config: Path | None = None, pause: Root | None = None) -> None:
         self.root = root
         self.config = config
+        # A sandboxed agent's processes, held still while `start` and `step` work on its
+        # workspace (`pause.py`).
+        self.pause = pause
 
     def campaign(self) -> Campaign:
+        # Loaded at the first call, not at the server's start: the client waits for that.
+        from autoresearch.config import load_campaign
+
         return load_campaign(self.root, self.config)
 
     def start(self) -> StepResult:
         from autoresearch.agent.mode import start
 
-        return StepResult.model_validate(_step_json(start(self.campaign()).to_json()))
+        campaign = self.campaign()
+        with paused(self.pause, campaign.state_dir / LOCK_NAME):
+            report = start(campaign)
+        return StepResult.model_validate(_step_json(report.to_json()))
 
     def step(self, description: str = "") -> StepResult:
         from autoresearch.agent.mode import step
 
-        report = step(self.campaign(), description)
+        campaign = self.campaign()
+        with paused(self.pause, campaign.state_dir / LOCK_NAME):
+            report = step(campaign, description)
         return StepResult.model_validate(_step_json(report.to_json()))
 
     def status(self) -> StatusResult:
@@ -242,6 +258,7 @@ class CampaignTools:
         )
 
     def show(self, iteration: int) -> ShowResult:
+        from autoresearch.attempt import without_holdout
         from autoresearch.store.ledger import stored_object
         from autoresearch.store.results import attempt, attempt_logs
         from autoresearch.views.status import find_state_dir
@@ -250,8 +267,9 @@ class CampaignTools:
         record = attempt(state_dir, iteration)
         return ShowResult(
             attempt=_view(record),
-            record=stored_object(record),
-            logs=[str(p) for p in attempt_logs(state_dir, iteration)],
+            record=stored_object(without_holdout(record)),
+            # The holdout's logs are left out: what it printed is for people only.
+            logs=[str(p) for p in attempt_logs(state_dir, iteration) if "-holdout-" not in p.name],
         )
 
     def diff(self, iteration: int | None = None) -> DiffResult:
@@ -316,7 +334,7 @@ def guarded(call: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-def make_server(root: Path, config: Path | None = None) -> Any:
+def make_server(root: Path, config: Path | None = None, pause: Root | None = None) -> Any:
     """The MCP server with every tool registered; `.run("stdio")` serves it."""
     try:
         from mcp.server.mcpserver import MCPServer
@@ -324,7 +342,7 @@ def make_server(root: Path, config: Path | None = None) -> Any:
         raise AutoresearchError(
             "the MCP server needs the mcp package; install it with pip install 'autoresearch[mcp]'."
         ) from None
-    tools = CampaignTools(root, config)
+    tools = CampaignTools(root, config, pause)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
     @server.tool(name="start")
@@ -383,4 +401,8 @@ def _register_optional(
 
 
 def serve(root: Path, config: Path | None = None) -> None:
-    make_server(root, config).run("stdio")
+    # Set by `start --agent` for the servers of its sandbox; not passed on to the commands
+    # the engine runs.
+    sandbox = os.environ.pop(PAUSE_ENV, None)
+    pause = Root.from_env(sandbox) if sandbox else None
+    make_server(root, config, pause).run("stdio")

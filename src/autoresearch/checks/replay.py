@@ -17,7 +17,18 @@ from dataclasses import dataclass
 
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.checks.simplicity import Lines, pays, within_noise
-from autoresearch.stats.decide import Comparison, Look, Rule, Side, Verdict, estimate, explain
+from autoresearch.stats.decide import (
+    Comparison,
+    Look,
+    Rule,
+    Side,
+    Verdict,
+    estimate,
+    explain,
+    gain,
+    judged_level,
+    kept_best,
+)
 from autoresearch.stats.sample_book import SampleBook
 
 # Statuses the rule decided: the verdict they imply once the comparison is over.
@@ -79,7 +90,8 @@ class _Best:
 
 def replay(records: Sequence[AttemptRecord], rule: Rule, direction: str) -> list[Finding]:
     """Every record of `records` (a ledger, in order) whose status, samples, metric,
-    delta, best or parent does not follow from the records before it under `rule`."""
+    delta, best or parent does not follow from the records before it under `rule`, and
+    every best that moves against `direction`."""
     findings: list[Finding] = []
     book = SampleBook(rule, direction)
     best = _Best()
@@ -97,24 +109,37 @@ def replay(records: Sequence[AttemptRecord], rule: Rule, direction: str) -> list
         if best.commit is None and index == 0:
             report("the first record is not the baseline; nothing can be re-derived")
             return findings
-        if record.slot is not None:
-            # Decided while other slots measured beside it: the samples its comparison
-            # started from depend on timing, not on ledger order. Its numbers still
-            # must follow from its samples.
+        if record.slot is None:
+            # Decided while other slots measured beside it (`slot`), the samples its
+            # comparison started from depend on timing, not on ledger order: only its
+            # numbers are checked then.
+            messages, judged = _attempt(record, book, best)
+            for message in messages:
+                report(message)
+            for message in _numbers(record, best, judged, direction):
+                report(message)
+        else:
             for message in _metric(record):
                 report(message)
-            book.take(record)
-            if record.status.sets_best:
-                best = _Best(record.commit, record.metric)
-            continue
-        for message in _attempt(record, book, best):
-            report(message)
-        for message in _numbers(record, best):
+        for message in _backwards(record, best, direction):
             report(message)
         book.take(record)
-        if record.status is Status.KEEP:
-            best = _Best(record.commit, record.metric)
+        if record.status.sets_best:
+            best = _Best(record.commit, record.best_after)
     return findings
+
+
+def _backwards(record: AttemptRecord, best: _Best, direction: str) -> list[str]:
+    """A best recorded worse than the best before it: no keep may move it that way."""
+    if record.best is None or best.metric is None:
+        return []
+    if gain(record.best, best.metric, direction) >= 0:
+        return []
+    lower = "lower" if direction == "minimize" else "higher"
+    return [
+        f"its best {record.best} is worse than the best before it ({best.metric}): the best "
+        f"moved backwards, where a {direction} campaign's best only ever gets {lower}"
+    ]
 
 
 def _baseline(record: AttemptRecord, rule: Rule, index: int) -> list[str]:
@@ -134,38 +159,53 @@ def _baseline(record: AttemptRecord, rule: Rule, index: int) -> list[str]:
     return out
 
 
-def _attempt(record: AttemptRecord, book: SampleBook, best: _Best) -> list[str]:
-    """Whether the status follows from the samples, the rule and the incumbent."""
+@dataclass(frozen=True)
+class Judged:
+    """What the replayed comparison says of the candidate's level: None when it did not
+    decide on the recorded samples (a failed run cut it short)."""
+
+    look: Look | None = None
+    verdict: Verdict | None = None
+
+
+def _attempt(record: AttemptRecord, book: SampleBook, best: _Best) -> tuple[list[str], Judged]:
+    """Whether the status follows from the samples, the rule and the incumbent, and what
+    the comparison judged."""
     samples = list(record.samples or ())
     incumbent = list(record.incumbent_samples or ())
     if record.parent != best.commit:
         return [
             f"its incumbent is {str(record.parent)[:12]}, but the best kept commit before "
             f"it is {str(best.commit)[:12]}"
-        ]
+        ], Judged()
     measured = bool(samples or incumbent)
     status = record.status
     if status is Status.REJECTED and not measured:
-        return []  # a person turned a parked candidate down: nothing was measured then
+        return [], Judged()  # a person turned a parked candidate down: nothing measured
     if not (status in DECIDED or status in CUT_SHORT or status is Status.TAMPERED):
         # Decided before any measurement (or cut short by a signal): nothing was measured.
         if measured or record.metric is not None:
-            return [f"recorded {status}, which is decided before measuring, but it has samples"]
-        return []
+            message = f"recorded {status}, which is decided before measuring, but it has samples"
+            return [message], Judged()
+        return [], Judged()
     if not measured and status is not Status.TAMPERED and status not in CUT_SHORT:
-        return [f"recorded {status}, but it has no samples: the rule needs them to decide"]
+        message = f"recorded {status}, but it has no samples: the rule needs them to decide"
+        return [message], Judged()
     if not measured:
-        return []  # the first run failed, or the judge was found edited before it
+        return [], Judged()  # the first run failed, or the judge was found edited before it
     assert best.commit is not None
     try:
         test = book.comparison(best.commit)
     except ValueError as exc:
-        return [f"recorded {status}, but {exc} and has none"]
+        return [f"recorded {status}, but {exc} and has none"], Judged()
     fed = feed(test, samples, incumbent)
+    decided = fed.outcome if isinstance(fed.outcome, Verdict) else None
+    judged = Judged(fed.look if decided else None, decided)
     reference = incumbent or book.groups.get(best.commit, [])
     if record.status is Status.DISCARD and _unpaid(record, best, book.direction):
         fed.outcome = Verdict.DISCARD if fed.outcome is Verdict.KEEP else fed.outcome
-    return _verdict(record, fed, book.rule, _simplification(record, reference, book))
+    simpler = _simplification(record, reference, book)
+    return _verdict(record, fed, book.rule, simpler), judged
 
 
 def _unpaid(record: AttemptRecord, best: _Best, direction: str) -> bool:
@@ -222,19 +262,34 @@ def _verdict(record: AttemptRecord, fed: Fed, rule: Rule, simpler: bool = False)
     ]
 
 
-def _numbers(record: AttemptRecord, best: _Best) -> list[str]:
-    """metric, delta, previous_best and best against the samples and the running best."""
+def _numbers(record: AttemptRecord, best: _Best, judged: Judged, direction: str) -> list[str]:
+    """metric, delta, previous_best and best against the samples, the comparison that
+    judged them and the running best.
+
+    A ledger written before the best followed the comparison recorded the kept
+    candidate's metric as the best and `metric - best before` as the delta; those read
+    as they are (a best that moved backwards is reported all the same, by `_backwards`).
+    """
     out = _metric(record)
-    if not record.closed:
+    if not record.closed or (record.status in DECIDED and judged.look is None):
+        # A decided status the samples do not decide is already named by `_verdict`: the
+        # level it was judged at cannot be derived.
         return out
     kept = record.status is Status.KEEP
-    after = record.metric if kept else best.metric
-    delta = None if record.metric is None or best.metric is None else record.metric - best.metric
-    if not _same(record.delta, delta):
-        out.append(f"its delta {record.delta} is not metric - best before ({delta})")
-    if not _same(record.best, after):
+    before = best.metric
+    legacy_delta = None if record.metric is None or before is None else record.metric - before
+    delta = legacy_delta
+    after = record.metric if kept else before
+    if judged.look is not None and before is not None:
+        delta = judged_level(before, judged.look) - before
+        if kept:
+            rule_kept = judged.verdict is Verdict.KEEP
+            after = kept_best(before, judged.look, direction) if rule_kept else before
+    if not (_same(record.delta, delta) or _same(record.delta, legacy_delta)):
+        out.append(f"its delta {record.delta} is not its judged level - best before ({delta})")
+    if not (_same(record.best, after) or (kept and _same(record.best, record.metric))):
         out.append(f"its best {record.best} is not the running best ({after})")
-    previous = best.metric if kept else None
+    previous = before if kept else None
     if not _same(record.previous_best, previous):
         out.append(f"its previous_best {record.previous_best} is not the best before ({previous})")
     return out

@@ -187,11 +187,12 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         state = "waiting for the next `autoresearch step`"
     else:
         state = f"stopped: {data['stop_reason'] or 'never finished'}"
-    lines = [f"[bold]{safe(str(data['name']))}[/] ({data['direction']}) — {safe(state)}"]
+    direction = safe(str(data["direction"]))
+    lines = [f"[bold]{safe(str(data['name']))}[/] ({direction}) — {safe(state)}"]
     for slot in data.get("slots") or []:
         lines.append(safe(slot_line(slot)))
     change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
-    commit = escape(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
+    commit = safe(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(
         f"baseline {num(data['baseline'])}   best {num(data['best'])} ({change})"
         f" at attempt {data['best_iteration']}{commit}"
@@ -327,10 +328,8 @@ def dashboard(port: int, host: str, config_path: Path | None) -> None:
         raise AutoresearchError(
             f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port."
         ) from None
-    bound = server.server_address[1]
-    console.print(
-        f"dashboard of campaign '{state_dir.name}' at http://{host}:{bound}/ (Ctrl-C to stop)"
-    )
+    # The address carries the token: the page answers nothing without it.
+    console.print(f"dashboard of campaign '{state_dir.name}' at {server.url()} (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -410,24 +409,29 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
 @handle_errors
 def diff(iteration: int | None, config_path: Path | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
-    from autoresearch.store.results import attempt, campaign_diff
-    from autoresearch.store.results import diff as attempt_diff
+    from autoresearch.store.results import attempt, campaign_diff_chunks, diff_chunks
+    from autoresearch.views.render import printable_chunks
 
     root = checkout_root()
     state_dir = find_state_dir(root, config_path)
     if iteration is None:
-        text = campaign_diff(root, state_dir)
-        if not text:
-            console.print("the campaign has kept no change yet: its best is the baseline")
-            return
+        chunks = campaign_diff_chunks(root, state_dir)
+        nothing = "the campaign has kept no change yet: its best is the baseline"
     else:
         record = attempt(state_dir, iteration)
-        text = attempt_diff(root, record)
-        if not text:
-            start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
-            console.print(f"attempt {iteration} ({record.status}){start} changed nothing")
-            return
-    click.echo(text, nl=not text.endswith("\n"))
+        chunks = diff_chunks(root, record)
+        start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
+        nothing = f"attempt {iteration} ({record.status}){start} changed nothing"
+    # A piece at a time, every control character shown as an escape: the candidate's
+    # files are text here, never instructions to the terminal.
+    last = ""
+    for text in printable_chunks(chunks):
+        click.echo(text, nl=False)
+        last = text
+    if not last:
+        console.print(nothing)
+    elif not last.endswith("\n"):
+        click.echo()
 
 
 @main.command()
@@ -731,7 +735,9 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         ],
         "home_visible": report.home,
         "keyrings": report.keyrings,
+        "holdout_run": report.holdout or None,
         "limits": report.limits,
+        "gpu": None if report.gpu is None else report.gpu.data(report.devices),
     }
 
     def lines() -> Iterable[str]:
@@ -754,7 +760,14 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
             yield f"home folder: {escape(report.home)}"
         if report.keyrings:
             yield f"kernel keyrings: {escape(report.keyrings)}"
+        if report.holdout:
+            yield f"holdout run: {escape(report.holdout)}"
         yield f"limits: {escape(report.limits)}"
+        if report.gpu is not None:
+            yield from (escape(line) for line in report.gpu.lines(report.devices))
+            warning = report.gpu.warning(report.devices)
+            if warning:
+                yield f"[yellow]warning:[/] {escape(warning)}"
         if report.harness:
             yield "harness: " + escape(", ".join(report.harness))
         for k, m in enumerate(report.metric, 1):

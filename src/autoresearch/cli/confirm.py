@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from autoresearch.cli.options import (
     checkout_root,
@@ -19,6 +18,7 @@ from autoresearch.cli.options import (
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import Campaign, load_campaign
 from autoresearch.measure.confirm import DEFAULT_PAIRS, Outcome, compare, confirm, describe
+from autoresearch.views.render import safe
 
 repeat_option = click.option(
     "--repeat",
@@ -43,12 +43,12 @@ def _progress(quiet: bool) -> object:
 def _print(outcome: Outcome, as_json: bool) -> None:
     data = outcome.to_json()
     # Escaped whole: a commit in brackets reads as markup to rich, which drops it.
-    pair = escape(
+    pair = safe(
         f"A {outcome.a.label} [{outcome.a.commit[:10]}], "
         f"B {outcome.b.label} [{outcome.b.commit[:10]}]; "
         f"samples in {'the report' if outcome.a.label == 'baseline' else '--json'}"
     )
-    emit(Shown(data, lambda: [escape(describe(data)), pair]), as_json)
+    emit(Shown(data, lambda: [safe(describe(data)), pair]), as_json)
 
 
 @click.command(name="confirm")
@@ -100,6 +100,6 @@ def confirm_at_end(campaign: Campaign, quiet: bool) -> None:
     try:
         outcome = confirm(campaign, pairs, _progress(quiet))  # type: ignore[arg-type]
     except AutoresearchError as exc:
-        console.print(f"[yellow]could not confirm the best:[/] {escape(str(exc))}")
+        console.print(f"[yellow]could not confirm the best:[/] {safe(str(exc))}")
         return
-    console.print(escape(describe(outcome.to_json())))
+    console.print(safe(describe(outcome.to_json())))

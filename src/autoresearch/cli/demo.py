@@ -13,7 +13,7 @@ from autoresearch.errors import ConfigError
 from autoresearch.gitcmd import IDENTITY, git_env, require_git
 
 # Examples that run offline with no API key; the others need a coding agent.
-OFFLINE = ("classifier", "speedup")
+OFFLINE = ("classifier", "speedup", "train")
 DEFAULT = "classifier"
 
 

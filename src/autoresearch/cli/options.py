@@ -3,23 +3,24 @@ into one sentence and a non-zero exit, and the common options."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from autoresearch.config import CONFIG_FILE
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.errors import AutoresearchError
 from autoresearch.gitcmd import repo_root
 from autoresearch.store.locate import find_state_dir
+from autoresearch.views.render import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,7 +36,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except AutoresearchError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err_console.print(f"[bold red]error:[/] {safe(str(exc))}")
             sys.exit(exc.exit_code)
         except (KeyboardInterrupt, Interrupted):
             err_console.print("interrupted")
@@ -44,19 +45,37 @@ def handle_errors(func: F) -> F:
             raise
         except click.ClickException:
             raise
-        except Exception as exc:  # a bug of ours: keep the details, show one line
-            fd, path = tempfile.mkstemp(
-                prefix="autoresearch-crash-", suffix=".txt", dir=_crash_dir(kwargs)
-            )
-            with open(fd, "w") as handle:
-                traceback.print_exc(file=handle)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                _internal(exc, kwargs)
+            where = f" writing {exc.filename}" if exc.filename else ""
             err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
-                f"(details in {path}; please report it)"
+                f"[bold red]error:[/] the disk is full{safe(where)} ({safe(exc.strerror or '')}); "
+                "free some space and run again (a campaign resumes where it stopped)."
             )
-            sys.exit(70)
+            sys.exit(1)
+        except Exception as exc:  # a bug of ours: keep the details, show one line
+            _internal(exc, kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal(exc: Exception, kwargs: dict[str, Any]) -> NoReturn:
+    """A bug of ours: the details kept in a file (when it can be written), one line shown."""
+    try:
+        fd, path = tempfile.mkstemp(
+            prefix="autoresearch-crash-", suffix=".txt", dir=_crash_dir(kwargs)
+        )
+        with open(fd, "w") as handle:
+            traceback.print_exc(file=handle)
+        details = f"details in {path}; "
+    except OSError:
+        details = ""
+    err_console.print(
+        f"[bold red]internal error:[/] {type(exc).__name__}: {safe(str(exc))} "
+        f"({safe(details)}please report it)"
+    )
+    sys.exit(70)
 
 
 def _crash_dir(kwargs: dict[str, Any]) -> Path | None:

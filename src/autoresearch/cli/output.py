@@ -13,6 +13,7 @@ import click
 from rich.console import RenderableType
 
 from autoresearch.cli.options import console
+from autoresearch.views.render import printable
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,15 @@ class Shown:
 
 
 def emit(shown: Shown, as_json: bool) -> None:
+    """Print `shown`. JSON escapes every control character itself; a line of text has
+    them shown as escapes here too, whatever its command did: a value read from the
+    ledger, a log or a candidate is never an instruction to the terminal."""
     if as_json:
         click.echo(json.dumps(shown.data, indent=None if shown.compact else 2))
     elif shown.markup:
         for line in shown.render():
-            console.print(line, highlight=False)
+            shown_line = printable(line, one_line=False) if isinstance(line, str) else line
+            console.print(shown_line, highlight=False)
     else:
         for line in shown.render():
-            click.echo(str(line))
+            click.echo(printable(str(line), one_line=False))

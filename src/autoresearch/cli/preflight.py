@@ -9,11 +9,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoresearch.attempt import Status
+from autoresearch.checks.holdout import holdout_text
+from autoresearch.cli.probe import GpuView, frameworks_named, interpreter, probe, read_harness
 from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.executors import CommandSpec, LocalExecutor, Measurement, metric_spec
 from autoresearch.executors.base import OK, executor_setup
-from autoresearch.gitcmd import Git
+from autoresearch.gitcmd import Git, workspace_files
 from autoresearch.isolation.process import Limits
 from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.isolation.sandbox import (
@@ -29,6 +31,7 @@ from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Proposer
+from autoresearch.scope import PathMatcher
 from autoresearch.stats.auto_rule import recommend
 from autoresearch.stats.decide import Noise, Rule, detectable_gain
 from autoresearch.stats.robust import robust_sigma
@@ -37,6 +40,8 @@ from autoresearch.workspace import Workspace, ensure_state_dir, head_of
 # What `check` says before it knows: `run_check` replaces it with the isolation in force
 # for the metric and guard (`sandbox.isolation_text`).
 ISOLATION = "none"
+# Files in scope read for the name of a GPU framework (the first ones, by path).
+SCOPE_FILES_READ = 200
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,10 @@ class CheckReport:
     network: list[ProposerNetwork] = field(default_factory=list)
     home: str = ""  # what a sandboxed command sees of the home folder
     keyrings: str = ""  # the kernel's keyrings, as the sandbox leaves them
+    holdout: str = ""  # what tells a holdout run from a metric run
     limits: str = ""
+    gpu: GpuView | None = None  # what the metric sees of the GPU
+    devices: str = '"auto"'  # [sandbox] devices, as written
     direction: str = "minimize"
     noise: str = "symmetric"  # [metric] noise
     max_samples: int = 8  # [decision] max_samples
@@ -122,7 +130,7 @@ class CheckReport:
 
 
 def decision_text(cfg: CampaignConfig) -> str:
-    """The decision rule in force, in the words of the README."""
+    """The decision rule in force, in the words of the noise page (docs/noise.md)."""
     d = cfg.decision
     delta = f"by more than {d.min_delta}" if d.min_delta not in (0, "0", "0%") else ""
     if d.rule == "auto":
@@ -143,6 +151,13 @@ def decision_text(cfg: CampaignConfig) -> str:
         f"sequential: up to {d.max_samples} runs per side, kept only when better at "
         f"{d.confidence:g} confidence{extra}"
     )
+
+
+def devices_text(devices: str | list[str]) -> str:
+    """`[sandbox] devices` as the config file writes it."""
+    if isinstance(devices, str):
+        return f'"{devices}"'
+    return "[" + ", ".join(f'"{d}"' for d in devices) + "]"
 
 
 def proposer_check(
@@ -206,6 +221,7 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             cfg.sandbox.isolation, cfg.sandbox.home_readable, os.environ.get("PATH", "")
         )
         report.keyrings = keyrings_text(cfg.sandbox.isolation)
+        report.holdout = holdout_text(cfg)
         report.limits = limits_text(cfg.sandbox.memory_mb, cfg.sandbox.cpu_seconds)
         env = measurement_env(cfg.sandbox.pass_env)
         env["AUTORESEARCH_ITERATION"] = "0"
@@ -214,6 +230,24 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
         spec = metric_spec(cfg.metric, limits)
+        report.devices = devices_text(cfg.sandbox.devices)
+        if cfg.metric.command is not None:
+            report.gpu = probe(
+                executor,
+                workspace=scratch,
+                env=env,
+                log_stem=logs / "check-gpu",
+                limits=limits,
+                listed=executor.devices,
+                python=interpreter(cfg.metric.command),
+            )
+            named = [cfg.metric.command, cfg.guard.command if cfg.guard else ""]
+            # The harness runs the code in scope: a training loop there names its framework.
+            scope = PathMatcher(cfg.scope)
+            code = [p for p in workspace_files(scratch) if scope.matches(p)][:SCOPE_FILES_READ]
+            report.gpu.frameworks = frameworks_named(
+                named + read_harness(scratch, [*report.harness, *code])
+            )
         readings = Readings(cfg.metrics, cfg.metric.score)
         if cfg.metric.score is not None:
             spec = replace(spec, parse=False)

@@ -31,7 +31,7 @@ from autoresearch.config.criteria import (
 from autoresearch.errors import ConfigError
 from autoresearch.isolation.sandbox import DEFAULT_DENY_READ
 from autoresearch.llm import ChatSettings
-from autoresearch.scope import PathMatcher, glob_problem
+from autoresearch.scope import MIB, Caps, PathMatcher, glob_problem
 from autoresearch.stats.decide import Rule
 
 CONFIG_FILE = "autoresearch.toml"
@@ -218,6 +218,19 @@ class SandboxConfig(_Strict):
     # what a sandboxed command sees of the home folder besides the toolchain folders
     # (read-only; "~" shows it whole)
     home_readable: list[str] = Field(default_factory=list)
+    # device nodes shown to sandboxed commands: "auto" (the machine's GPUs), "none", or nodes
+    devices: Literal["auto", "none"] | list[str] = "auto"
+
+    @field_validator("devices")
+    @classmethod
+    def _devices(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            for item in value:
+                if not item.strip():
+                    raise ValueError("lists an empty path")
+                if not item.startswith(("/", "~")):
+                    raise ValueError(f"{item!r} is not an absolute path (such as /dev/nvidia0)")
+        return value
 
 
 class ExecutorConfig(_Strict):
@@ -275,11 +288,37 @@ def _check_globs(value: list[str]) -> list[str]:
     return value
 
 
+class ScopeLimits(_Strict):
+    """What one candidate may hold: `[scope] max_file_mb` and `max_files` beside `paths`."""
+
+    # the largest file a candidate may write, in MiB (1 TiB at most: more is a typo)
+    max_file_mb: float = Field(default=100, gt=0, le=1 << 20)
+    # how many files one candidate may change (create, edit or delete)
+    max_files: Int = Field(default=10_000, ge=1, le=100_000_000)
+
+    def caps(self) -> Caps:
+        return Caps(max_bytes=int(self.max_file_mb * MIB), max_files=self.max_files)
+
+
+def _scope_table(data: Any) -> Any:
+    """`scope` is a list of globs, or a table: `[scope] paths = [...]` with the limits."""
+    if not isinstance(data, dict) or not isinstance(data.get("scope"), dict):
+        return data
+    data = dict(data)
+    table = dict(data.pop("scope"))
+    if "paths" in table:
+        data["scope"] = table.pop("paths")
+    data["scope_limits"] = table
+    return data
+
+
 class CampaignConfig(_Strict):
     name: str
     goal: str = ""
     instructions: str | None = None
     scope: list[str] = Field(min_length=1)
+    # written as `[scope] max_file_mb`, `max_files` (the table form of `scope`)
+    scope_limits: ScopeLimits = Field(default_factory=ScopeLimits)
     harness: list[str] = Field(default_factory=list)
     share: list[str] = Field(default_factory=list)
     metric: MetricConfig = Field(default_factory=MetricConfig)
@@ -300,7 +339,7 @@ class CampaignConfig(_Strict):
     def _proposer_list(cls, data: Any) -> Any:
         from autoresearch.config.escalation import split_proposers
 
-        return split_proposers(data)
+        return split_proposers(_scope_table(data))
 
     @field_validator("ideas")
     @classmethod
@@ -396,6 +435,8 @@ _UNION_TAGS = ("float", "int", "str", "bool", "list[str]", "none")
 def _format_loc(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
     for item in loc:
+        if item == "scope_limits" and not parts:  # how `[scope]` keys are held
+            item = "scope"
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
         elif item in ("function-after", "function-before", *_UNION_TAGS) or str(item).startswith(
@@ -555,6 +596,17 @@ def parse_config(source: str, data: dict[str, Any]) -> CampaignConfig:
         raise ConfigError(
             f"{source}: nests tables or arrays more than {MAX_DEPTH} levels deep; a config "
             "needs only a few levels, fix the file."
+        )
+    if "scope_limits" in data:  # the name `[scope]`'s limits are held under, not a key
+        raise ConfigError(
+            f"{source}: key 'scope_limits' is not a known setting; write the limits as "
+            "[scope] max_file_mb and max_files beside [scope] paths."
+        )
+    table = data.get("scope")
+    if isinstance(table, dict) and "paths" not in table:
+        raise ConfigError(
+            f"{source}: key 'scope.paths' is missing; add the globs the proposer may change "
+            '(paths = ["src/**"]) to the [scope] table.'
         )
     try:
         config = CampaignConfig.model_validate(data)

@@ -38,7 +38,13 @@ from autoresearch.engine.lifecycle import (
 from autoresearch.engine.merging import alone, merged
 from autoresearch.engine.procedure import Place, Ran, Task, release
 from autoresearch.engine.queue import CandidateQueue, Queued, Why
-from autoresearch.engine.recording import Judged, Steps, attempt_record, baseline_record
+from autoresearch.engine.recording import (
+    Judged,
+    Steps,
+    attempt_record,
+    baseline_record,
+    kept_level,
+)
 from autoresearch.engine.screening import Rules
 from autoresearch.engine.slots import (
     Inline,
@@ -223,6 +229,7 @@ class Engine:
             self.own_proposer,
             self.state,
             self.on_event,
+            self.holdout,
         )
         slots = Slots(parts, self.jobs)
         for warning in slots.open(self.incumbent.commit):
@@ -309,20 +316,23 @@ class Engine:
             if retry is not None:
                 self._set_aside(runner, place, ran, task, retry)
                 return
+        if ran.disk_full:  # the candidate's files go first: the record needs their room
+            self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
         if steps.proposal is not None and steps.proposal.network_refused:
             self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
         if steps.collected is not None and stored.commit is not None:
             self.trees.add(stored, steps.collected.candidate.tree)
         output = steps.proposal.output_path if steps.proposal else None
-        for message in self.guide.learn(self.records, output):
+        for message in [] if ran.disk_full else self.guide.learn(self.records, output):
             self.warn(message)
         if steps.proposal is not None and again is None:
             failed = steps.proposal.failed or steps.proposal.timed_out
             self.proposer_failures = self.proposer_failures + 1 if failed else 0
         if stored.status.sets_best:
             self.proposer_failures = 0
-        self._release(place, ran, task)
+        if not ran.disk_full:
+            self._release(place, ran, task)
         self._follow_rework(place, stored, queued)
         runner.ended(place)
         if stored.status is not Status.INTERRUPTED:
@@ -330,6 +340,10 @@ class Engine:
         if stored.status.halts and self.halted is None:
             message = f"campaign halted: {stored.reason}"
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
+            runner.cancel(lambda other: self._conclude(runner, other))
+        if ran.disk_full and self.halted is None:
+            message = f"campaign halted, the disk is full: {stored.reason}; free space and resume"
+            self.halted = RunResult(StopReason.DISK_FULL, EXIT_FAILED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
             raise ran.stopped_by
@@ -366,7 +380,9 @@ class Engine:
         assert collected is not None and collected.commit is not None
         self.workspace.advance(collected.commit, self.incumbent.commit)
         tree = collected.candidate.tree
-        self.incumbent = Incumbent(collected.commit, tree, outcome.measured.metric)
+        direction = str(self.cfg.metric.direction)
+        best = kept_level(self.incumbent.metric, outcome.measured, direction)
+        self.incumbent = Incumbent(collected.commit, tree, best)
         assert self.evaluator is not None
         self.evaluator.kept(collected.commit)
 
@@ -429,7 +445,7 @@ class Engine:
             self.warn(ANY_HOST_WARNING)
         resumed = bool(self.records)
         self.fingerprint, self.rules = fix_judge(self.campaign, self.workspace, self.state, resumed)
-        best = next((r.metric for r in reversed(self.records) if r.status.sets_best), None)
+        best = next((r.best_after for r in reversed(self.records) if r.status.sets_best), None)
         self.incumbent = Incumbent(start, self.workspace.tree_of(start), best)
         evaluator = self.evaluator = Evaluator(
             self.campaign,
@@ -447,6 +463,8 @@ class Engine:
         if self.cfg.holdout:
             self.holdout = Holdout(self.campaign, evaluator, start)
             self.holdout.load(self.records)
+            for warning in self.holdout.warnings():
+                self.warn(warning)
         review = Review(
             self.campaign,
             evaluator,
@@ -502,10 +520,11 @@ class Engine:
             self.queue.push(Queued(Why.REWORK, rework=rework))
 
     def _finish(self, reason: StopReason, code: int, message: str = "") -> RunResult:
-        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED)
+        settled = reason not in (StopReason.INTERRUPTED, StopReason.TAMPERED, StopReason.DISK_FULL)
         holdout = self.holdout
         if holdout is not None and settled and self.records and self.records[0].commit:
-            final = holdout.final(self.incumbent.commit, self.records[0].commit)
+            last = self.records[-1].iteration
+            final = holdout.final(self.incumbent.commit, self.records[0].commit, last)
             if final is not None:
                 self.state.update(holdout=final)
         if self.evaluator is not None:

@@ -11,6 +11,8 @@ with `release`. Sequential mode is one place, the engine's own, run on the engin
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -75,6 +77,7 @@ class Ran:
     steps: Steps
     stopped_by: Interrupted | None = None  # a signal cut it short
     hijacked: bool = False  # the workspace is not the engine's any more: leave it
+    disk_full: bool = False  # the engine's disk is full: the campaign halts once it is logged
 
 
 def run_attempt(place: Place, task: Task) -> Ran:
@@ -125,7 +128,37 @@ def run_attempt(place: Place, task: Task) -> Ran:
         return Ran(replace(steps, outcome=Screened(Status.TAMPERED, str(exc))), hijacked=True)
     except Interrupted as exc:
         return Ran(replace(steps, outcome=Screened(Status.INTERRUPTED, STOPPED)), stopped_by=exc)
+    except (MemoryError, OSError, GitError) as exc:
+        if steps.proposal is None:
+            raise  # the place could not be made ready: no attempt of the proposer's yet
+        return Ran(replace(steps, outcome=_out_of_resources(steps, exc)), disk_full=disk_full(exc))
     return Ran(steps)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` says the disk (or the user's quota on it) is full."""
+    codes = (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, OSError):
+        return exc.errno in codes
+    return any(os.strerror(code) in str(exc) for code in codes)
+
+
+def _out_of_resources(steps: Steps, exc: BaseException) -> Screened:
+    """A resource the engine ran out of while it took the candidate in (memory, the disk,
+    file descriptors, a git command on a huge object) refuses that candidate; while it was
+    measured, the measurement crashed. Either way the attempt is recorded and rolled back,
+    and the campaign goes on (or halts, for a full disk)."""
+    if isinstance(exc, MemoryError):
+        what = "out of memory"
+    elif isinstance(exc, OSError):
+        name = errno.errorcode.get(exc.errno or 0, "OSError")
+        what = f"{exc.strerror or exc} ({name})"
+    else:
+        what = str(exc)
+    collected = steps.collected
+    if collected is None or collected.commit is None:
+        return Screened(Status.EDIT_REFUSED, f"the engine could not take the change in: {what}")
+    return Screened(Status.CRASH, f"the engine could not measure the change: {what}")
 
 
 def release(place: Place, ran: Ran, start: Incumbent, now: Incumbent) -> str | None:
@@ -141,6 +174,8 @@ def release(place: Place, ran: Ran, start: Incumbent, now: Incumbent) -> str | N
     kept = collected is not None and collected.commit is not None and collected.commit == now.commit
     target = now.commit if kept else start.commit
     try:
+        if ran.disk_full:  # what the candidate wrote goes before git needs room to write
+            place.workspace.drop_untracked()
         if kept:
             place.workspace.move_head(target)
         fast = steps.outcome.status.fast_roll_back
@@ -220,7 +255,8 @@ def _collect(place: Place, task: Task, proposal: Proposal, watch: CheckoutWatch)
     place.phase("checking", task.iteration)
     watch.scan_after()
     start, workspace = task.start, place.workspace
-    candidate = workspace.collect(start.commit, start.tree, admit=place.rules.admits)
+    rules = place.rules
+    candidate = workspace.collect(start.commit, start.tree, admit=rules.admits, caps=rules.caps)
     changed = watch.changes()
     if changed:
         return Collected(candidate, proposal.description, checkout_changes=tuple(changed))

@@ -10,6 +10,7 @@ from autoresearch.learning.guidance import Guidance
 from autoresearch.measure.evaluation import Evaluation
 from autoresearch.measure.metrics import ledger_field
 from autoresearch.proposers.base import Proposal
+from autoresearch.stats.decide import Verdict, judged_level, kept_best
 from autoresearch.workspace import Candidate
 
 
@@ -97,12 +98,34 @@ def attempt_record(
         rework_of=steps.rework_of,
         approval_of=steps.approval_of,
         closed=True,
-        delta=None if metric is None or before.metric is None else metric - before.metric,
+        delta=judged_delta(before.metric, measured),
         best=after.metric,
         timings=Timings(
             _r(propose_seconds), _r(measure_seconds), _r(guard_seconds), _r(engine), _r(total)
         ),
     )
+
+
+def judged_delta(best: float | None, measured: Evaluation | None) -> float | None:
+    """How the candidate compares with the best as its comparison judged it (its level on
+    the best's scale, minus the best); a comparison cut short by a failed run gives its
+    samples' mean minus the best."""
+    if best is None or measured is None or measured.metric is None:
+        return None
+    if measured.look is None:
+        return measured.metric - best
+    return judged_level(best, measured.look) - best
+
+
+def kept_level(best: float | None, measured: Evaluation, direction: str) -> float | None:
+    """The recorded best once `measured` is kept: the level its comparison judged it at, so
+    that a keep never moves the best against the direction. A simplification (kept as equal
+    within noise, not as better) leaves the best where it was."""
+    if best is None or measured.look is None:
+        return measured.metric if best is None else best
+    if measured.verdict is not Verdict.KEEP:
+        return best
+    return kept_best(best, measured.look, direction)
 
 
 def in_flight_record(steps: Steps, before: Incumbent, reason: str) -> AttemptRecord:

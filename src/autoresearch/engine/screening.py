@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autoresearch.attempt import Screened, Status
 from autoresearch.proposers.base import Proposal
-from autoresearch.scope import PathMatcher
+from autoresearch.scope import Caps, PathMatcher
 from autoresearch.workspace import Candidate
 
 
@@ -19,6 +19,8 @@ class Rules:
     harness: PathMatcher
     fingerprinted: Collection[str]  # harness files and the rubric (the config is refused in scope)
     escapes: Callable[[str], bool]  # a path is a symlink leading out of the workspace
+    # how large and how many its files may be (`[scope] max_file_mb`, `max_files`)
+    caps: Caps = field(default_factory=Caps)
 
     def admits(self, path: str) -> bool:
         """A path a candidate may change: its content may enter the repository."""

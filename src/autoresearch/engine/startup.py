@@ -162,7 +162,8 @@ def fix_judge(
     check_same_judge(campaign, state, fingerprint.to_json(), resumed)
     cfg = campaign.config
     scope, harness = PathMatcher(cfg.scope), PathMatcher(cfg.harness)
-    return fingerprint, Rules(scope, harness, fingerprint.files, workspace.escapes)
+    caps = cfg.scope_limits.caps()
+    return fingerprint, Rules(scope, harness, fingerprint.files, workspace.escapes, caps)
 
 
 def refuse_config_in_scope(campaign: Campaign) -> None:

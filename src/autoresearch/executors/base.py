@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from autoresearch.attempt import Status
 from autoresearch.config import Campaign, MetricConfig
@@ -34,6 +34,9 @@ class Measurement:
     # The signal that ended the command when the engine did not send it (an OOM killer,
     # another process's kill): not the candidate's doing, so the run is made again.
     signal: int | None = None
+    # What the machine's GPUs did during the run (`gpus`: which, model, memory, use) and
+    # how long it waited for the last run's GPU processes (`gpu_wait_s`): machine.jsonl.
+    hygiene: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +71,8 @@ class ExecutorSetup:
     share: tuple[str, ...] = ()  # shared paths of the checkout, shown read-only
     pass_env: tuple[str, ...] = ()  # environment names passed beside the allowlist
     home_readable: tuple[str, ...] = ()  # home paths shown besides the toolchains
+    # `[sandbox] devices`: "auto" (the machine's GPU nodes), "none", or the nodes to show
+    devices: str | tuple[str, ...] = "auto"
 
 
 class Executor:
@@ -114,6 +119,7 @@ def executor_setup(campaign: Campaign) -> ExecutorSetup:
         share=tuple(campaign.config.share),
         pass_env=tuple(sandbox.pass_env),
         home_readable=tuple(sandbox.home_readable),
+        devices=sandbox.devices if isinstance(sandbox.devices, str) else tuple(sandbox.devices),
     )
 
 

@@ -299,7 +299,13 @@ class RayExecutor(Executor):
         outcome = result["outcome"]
         status: Any = OK if outcome == OK else Status(outcome)
         return Measurement(
-            status, result["value"], result["seconds"], result["reason"], out, result.get("signal")
+            status,
+            result["value"],
+            result["seconds"],
+            result["reason"],
+            out,
+            result.get("signal"),
+            result.get("hygiene") or {},
         )
 
 
@@ -462,6 +468,7 @@ def measure_on_worker(
             "seconds": measured.seconds,
             "reason": measured.reason,
             "signal": measured.signal,
+            "hygiene": measured.hygiene,
             "stdout": _tail(stem_path.with_suffix(".out")),
             "stderr": _tail(stem_path.with_suffix(".err")),
         }

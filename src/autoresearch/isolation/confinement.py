@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autoresearch.errors import ConfigError
 from autoresearch.isolation import relay
+from autoresearch.isolation.gpu import configured_devices
 from autoresearch.isolation.process import Wrapper
 from autoresearch.isolation.proxy import ANY_HOST, ProposerNetwork, Proxy, Tally
 from autoresearch.isolation.sandbox import (
@@ -138,6 +139,7 @@ class Confinement:
     deny_read: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()  # `[sandbox] writable`
     home_readable: tuple[str, ...] = ()  # `[sandbox] home_readable`
+    devices: tuple[Path, ...] = ()  # `[sandbox] devices`, resolved: the nodes shown
 
     @property
     def isolating(self) -> bool:
@@ -153,14 +155,16 @@ class Confinement:
         pass_env: Iterable[str] = (),
         network: ProposerNetwork = ANY_HOST,
         log: Path | None = None,
+        purpose: str = "proposer",
     ) -> Confined:
         """Confine one command that runs in `workspace`. `readonly` are files it must read
         (its prompt), `writable` what its tool needs beyond the workspace (`~`-paths). Its
-        private TMPDIR is in `state_dir`, else beside the workspace. Under `network`
-        "allow" the engine's proxy is started here, writing what it refuses to `log`;
-        `Confined.close` stops it once the command has ended."""
+        private TMPDIR is in `state_dir`, else beside the workspace, named for `purpose`
+        (a proposer's, or a sandboxed agent's session, which may run beside one). Under
+        `network` "allow" the engine's proxy is started here, writing what it refuses to
+        `log`; `Confined.close` stops it once the command has ended."""
         folder = self.state_dir or workspace.parent
-        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-proposer-tmp")
+        tmpdir = fresh_tmpdir(folder / f".{workspace.name}-{purpose}-tmp")
         description = tmpdir / DESCRIPTION_NAME
         reduced = agent_env(env, pass_env)
         if not self.isolating:
@@ -183,6 +187,7 @@ class Confinement:
             writable=(*self.writable, *(p.resolve() for p in extra)),
             network=network.mode == "on",
             home_readable=self.home_readable,
+            devices=self.devices,
         )
         sandbox = self.sandbox
         proxy = None
@@ -247,10 +252,13 @@ def confinement_for(
     deny_read: Iterable[str] = (),
     writable: Iterable[str] = (),
     home_readable: Iterable[str] = (),
+    devices: str | Iterable[str] = "none",
 ) -> Confinement:
     """The confinement `[sandbox] isolation` asks for ("bwrap" without bubblewrap raises
-    ConfigError; "auto" without it confines only the environment: the executor warns)."""
+    ConfigError; "auto" without it confines only the environment: the executor warns).
+    `devices` is `[sandbox] devices`: the GPU nodes the proposer's commands see too."""
     sandbox, _warning = choose_sandbox(isolation, source)
+    shown = () if isinstance(sandbox, NoSandbox) else configured_devices(devices, source)
     return Confinement(
         sandbox=sandbox,
         state_dir=state_dir,
@@ -260,4 +268,5 @@ def confinement_for(
         deny_read=user_paths(deny_read),
         writable=user_paths(writable),
         home_readable=tuple(home_readable),
+        devices=shown,
     )

@@ -72,6 +72,9 @@ class CommandResult:
     seconds: float
     stdout_path: Path
     stderr_path: Path
+    # The command's process: the leader of its own session, which its processes keep
+    # unless they start one of their own.
+    pid: int = 0
 
     @property
     def ok(self) -> bool:
@@ -363,7 +366,7 @@ def run_command(
                     )
                 finally:
                     os.close(write_end)
-                status = _drain(read_end)
+                status = drain(read_end)
             finally:
                 os.close(read_end)
             if timed_out or proc.returncode != 1 or SANDBOX_EXITED in status:
@@ -374,6 +377,7 @@ def run_command(
         seconds=time.monotonic() - start,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
+        pid=proc.pid,
     )
 
 
@@ -397,7 +401,7 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> None:
     proc.wait()
 
 
-def _drain(fd: int) -> bytes:
+def drain(fd: int) -> bytes:
     """What a pipe holds now, without waiting for a writer that may still hold it."""
     os.set_blocking(fd, False)
     chunks = []

@@ -134,7 +134,8 @@ def _home_allowlist(
     # This package too: what the engine runs inside the sandbox (the proposer's network
     # relay, say) comes from it, and an editable install's source may live under home.
     package = Path(__file__).resolve().parents[1]
-    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, sys.executable]:
+    executable = str(Path(sys.executable).parent)
+    for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, executable]:
         if entry:
             found.append(Path(entry))
     found += [Path(prefix) for prefix in (venv, conda) if prefix]
@@ -149,8 +150,6 @@ def _home_allowlist(
             if path == home:
                 shown.append(path)
             continue
-        if path.is_file():
-            path = path.parent
         # A bin folder of an environment brings the environment (its libraries) along.
         if path.name in ("bin", "Scripts") and (
             (path.parent / "pyvenv.cfg").exists() or (path.parent / "conda-meta").is_dir()
@@ -179,6 +178,9 @@ ENV_ALLOWED = (
     "PYTHONPATH",
     "CONDA_PREFIX",
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
     "OMP_NUM_THREADS",
     # where toolchains live: paths, never secrets
     "LD_LIBRARY_PATH",
@@ -220,6 +222,9 @@ class Boundary:
     # Files of `workdir` (relative) the command may read but never change, replace, move or
     # remove: the harness, while the metric or guard runs.
     protected: tuple[str, ...] = ()
+    # Device nodes shown in its /dev, usable (a GPU's): the sandbox's own /dev holds only
+    # null, zero, random, tty and the like.
+    devices: tuple[Path, ...] = ()
 
 
 def _layers(boundary: Boundary) -> list[list[str]]:
@@ -351,6 +356,11 @@ class Bwrap:
         # tmux, the session bus) would run whatever the command asks, outside the sandbox.
         for path in host_sockets(boundary):
             args += ["--ro-bind", os.devnull, str(path)]
+        # Every other mount is `nodev`: a device node is usable only bound this way. The
+        # node alone, never its folder; the command keeps no capability to make others.
+        for path in boundary.devices:
+            if os.path.exists(path):
+                args += ["--dev-bind", str(path), str(path)]
         for path in (boundary.tmpdir, boundary.workdir):
             args += ["--bind", str(path), str(path)]
         args += _protect(boundary)
@@ -487,13 +497,14 @@ def engine_boundary(
     network: bool = True,
     home_readable: Iterable[str] = (),
     protected: Iterable[str] = (),
+    devices: Iterable[Path] = (),
 ) -> Boundary:
     """What every command the engine starts may see: its folder and TMPDIR writable (plus
     `writable`), the machine read-only minus the user's checkout (which holds
     `.autoresearch/`), `deny_read` and what is always hidden; of the home folder only its
     allowlist (`home_allowlist`); `readonly` and the checkout's interpreters on `path_env`
-    shown again read-only; `protected` files of the folder read-only; the environment `env`
-    (already reduced)."""
+    shown again read-only; `protected` files of the folder read-only; the device nodes
+    `devices` usable; the environment `env` (already reduced)."""
     home, shown = home_allowlist(home_readable, path_env)
     # Nothing of the user's checkout comes back through the allowlist (an interpreter of
     # its own is shown by `interpreter_dirs`, the rest stays hidden).
@@ -509,6 +520,7 @@ def engine_boundary(
         env=env,
         covered=(home,) if home is not None else (),
         protected=tuple(protected),
+        devices=tuple(devices),
     )
 
 

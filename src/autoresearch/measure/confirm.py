@@ -183,11 +183,11 @@ def compare(
 def _raw(
     records: Sequence[AttemptRecord], a: Version, b: Version, direction: str
 ) -> tuple[float | None, float | None]:
-    """B's gain over A by the metrics the ledger recorded for them, and A's metric."""
+    """B's gain over A by the bests the ledger recorded for them, and A's."""
     metric: dict[str, float] = {}
     for r in records:
-        if r.commit and r.metric is not None and r.status.sets_best:
-            metric[r.commit] = r.metric
+        if r.commit and r.best_after is not None and r.status.sets_best:
+            metric[r.commit] = r.best_after
     if a.commit not in metric or b.commit not in metric:
         return None, None
     gained = metric[a.commit] - metric[b.commit]
@@ -223,7 +223,9 @@ def load(state_dir: Path) -> dict[str, Any] | None:
 
 
 def describe(data: dict[str, Any]) -> str:
-    """One line: the confirmed gain and its interval, beside the raw one."""
+    """One line: both versions by label and commit, the confirmed gain and its interval at
+    the level it covers (at least 95% from 6 pairs on; below, the level it has and the
+    pairs that give 95%), beside the raw gain the ledger recorded."""
 
     def pct(value: Any) -> str:
         return "" if value is None else f" ({value:+.2f}%)"
@@ -239,8 +241,10 @@ def describe(data: dict[str, Any]) -> str:
         if level < 95 - 1e-9
         else ""
     )
+    a, b = data["a"], data["b"]
     return (
-        f"{data['b']['label']} vs {data['a']['label']} over {data['pairs']} interleaved pairs: "
+        f"{b['label']} [{str(b['commit'])[:10]}] vs {a['label']} [{str(a['commit'])[:10]}] "
+        f"over {data['pairs']} interleaved pairs: "
         f"gain {data['gain']:.6g}{pct(data.get('gain_pct'))}, "
         f"{level:.1f}% interval [{data['low']:.6g}, {data['high']:.6g}]{few}"
         f" — {verdict} (confidence {data['confidence']:.3f}){raw_text}"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import shutil
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.executors import CommandSpec, Executor, Measurement, metric_spec
 from autoresearch.isolation import machine
+from autoresearch.isolation.owned import open_own, real_parents
 from autoresearch.isolation.process import Limits
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.measure.judge import Judge
@@ -29,6 +32,7 @@ from autoresearch.stats import robust
 from autoresearch.stats.auto_rule import describe
 from autoresearch.stats.decide import (
     WANTED_GAIN_PCT,
+    Look,
     Pool,
     Rule,
     Side,
@@ -41,6 +45,16 @@ from autoresearch.stats.sample_book import SampleBook
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Files put in the measurement folder for one run: by the folder's path, the file
+    whose bytes go there, and those bytes' SHA-256 (what the harness check expects of a
+    harness file the swap replaces)."""
+
+    files: Mapping[str, Path]
+    digests: Mapping[str, str]
 
 
 @dataclass
@@ -59,6 +73,9 @@ class Evaluation:
     secondary: Samples = field(default_factory=dict)
     incumbent_secondary: Samples = field(default_factory=dict)
     last: dict[str, float] = field(default_factory=dict)  # the last run's, until filed
+    # The look the rule decided at (None: the comparison was cut short, or a baseline):
+    # the candidate's judged level, which the recorded best and delta follow.
+    look: Look | None = None
 
     @property
     def metric(self) -> float | None:
@@ -164,6 +181,11 @@ class Evaluator:
         )
         # The samples of every version of the code: the pooled noise, the reference.
         self.book = SampleBook(cfg.decision.to_rule(), self.direction)
+        # The metric's data files a holdout stands in for (`[holdout] in_place_of`): put in
+        # place before every run, so a metric run and a holdout run find them alike.
+        self.in_place: tuple[str, ...] = (
+            tuple(cfg.holdout.in_place_of.values()) if cfg.holdout else ()
+        )
 
     def decision_text(self) -> str:
         """What decides, and why (`rule = "auto"` names what it chose from the baseline)."""
@@ -238,10 +260,35 @@ class Evaluator:
 
     # -- single runs --------------------------------------------------------------------
 
+    def _put_in_place(self, swap: Swap | None) -> None:
+        """The data a run reads, as every run finds it: a holdout's bytes written over the
+        commit's file (the same file, its mode and modification time kept), and for every
+        run the change time of the files a holdout stands in for made now, so that neither
+        the times nor the inode tell a holdout run from a metric run."""
+        files = swap.files if swap is not None else {}
+        for rel in dict.fromkeys([*self.in_place, *files]):
+            target = real_parents(self.tree.path, rel)
+            try:
+                before: os.stat_result | None = os.lstat(target)
+            except FileNotFoundError:
+                before = None
+            if rel in files:
+                with open(files[rel], "rb") as source, open_own(target) as into:
+                    shutil.copyfileobj(source, into)
+            if before is not None and stat.S_ISREG(before.st_mode):
+                os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
+
     def _run(
-        self, spec: CommandSpec, commit: str, iteration: int, stem: str, out: Evaluation
+        self,
+        spec: CommandSpec,
+        commit: str,
+        iteration: int,
+        stem: str,
+        out: Evaluation,
+        swap: Swap | None = None,
     ) -> float | None:
-        """One run on `commit`; None (and `out.failure`) when it fails.
+        """One run on `commit`; None (and `out.failure`) when it fails. With `swap` (the
+        holdout), its files stand in the folder for the run.
 
         The harness is verified before and after the run: a judge edited while it ran is
         caught, not silently restored with the rest of what the run wrote.
@@ -253,9 +300,12 @@ class Evaluator:
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
-        result = self._execute(spec, iteration, stem)
+        expect = swap.digests if swap is not None else {}
+        measuring = spec is self.metric or swap is not None
+        self._put_in_place(swap)
+        result = self._execute(spec, iteration, stem, measuring)
         if result.signal is not None and not self.fingerprint.changed(
-            self.campaign, self.tree.path
+            self.campaign, self.tree.path, expect
         ):
             # Ended from outside the engine (an OOM killer, another process's kill): not
             # the candidate's doing. Made once more from the commit's files; a second such
@@ -264,14 +314,15 @@ class Evaluator:
             out.runs += 1
             self.tree.settle()
             self.tree.show(commit)
-            result = self._execute(spec, iteration, f"{stem}-again")
-        if spec is self.metric:
-            machine.record(self.campaign.state_dir, run=stem, value=result.value)
+            self._put_in_place(swap)
+            result = self._execute(spec, iteration, f"{stem}-again", measuring)
+        if spec is self.metric and swap is None:
+            machine.record(self.campaign.state_dir, run=stem, value=result.value, **result.hygiene)
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
-        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
-        value = result.value if is_metric else 0.0
+        tampered = self.fingerprint.changed(self.campaign, self.tree.path, expect)
+        value = result.value if measuring else 0.0
         if not tampered and result.ok and is_metric and self.readings:
             # Read before the folder is cleaned: the files the run wrote go with it.
             value = self._readings(result.stdout_path, spec.timeout, value, out)
@@ -292,8 +343,10 @@ class Evaluator:
             return None
         return value
 
-    def _execute(self, spec: CommandSpec, iteration: int, stem: str) -> Measurement:
-        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+    def _execute(
+        self, spec: CommandSpec, iteration: int, stem: str, measuring: bool
+    ) -> Measurement:
+        with machine.exclusive(measuring and self.campaign.config.metric.exclusive):
             # The harness read-only where it runs: a candidate cannot swap a harness file
             # and write the original back before the fingerprint is checked again.
             protected = replace(spec, protected=tuple(self.fingerprint.files))
@@ -389,12 +442,25 @@ class Evaluator:
                 _add(out.secondary, out.last)
             test.add(value)
         out.verdict = test.verdict
+        out.look = test.look
         out.reason = explain(self.rule, test.verdict, test.look)
         return out
 
     def measure_once(self, commit: str, stem: str, out: Evaluation) -> float | None:
         """One metric run of `commit` outside any comparison (`confirm`, `compare`)."""
         return self._run(self.metric, commit, 0, stem, out)
+
+    def measure_swapped(
+        self, spec: CommandSpec, commit: str, iteration: int, stem: str, swap: Swap
+    ) -> Evaluation:
+        """One run of `spec` on `commit` with `swap`'s files in place (the holdout's): the
+        same folder, environment, sandbox and harness protection as a metric run."""
+        out = Evaluation()
+        value = self._run(spec, commit, iteration, stem, out, swap)
+        if value is not None:
+            out.samples.append(value)
+        out.last.clear()
+        return out
 
     def run_guard(self, iteration: int, commit: str) -> Evaluation:
         """Run the guard on `commit`."""

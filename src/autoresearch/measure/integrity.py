@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,12 +211,15 @@ class Fingerprint:
             measurement=measurement,
         )
 
-    def changed(self, campaign: Campaign, workspace: Path) -> str | None:
-        """Name the first harness file (or the config) that differs, else None."""
+    def changed(
+        self, campaign: Campaign, workspace: Path, expect: Mapping[str, str] | None = None
+    ) -> str | None:
+        """Name the first harness file (or the config) that differs, else None. `expect`
+        gives the digest of a harness file the engine put other bytes in (the holdout's)."""
         if sha256_file(campaign.config_path) != self.config_hash:
             return campaign.display_path()
         for path, digest in self.files.items():
-            if sha256_file(workspace / path) != digest:
+            if sha256_file(workspace / path) != (expect or {}).get(path, digest):
                 return path
         return None
 

@@ -21,6 +21,9 @@ from autoresearch.isolation.owned import write_text
 from autoresearch.llm import ChatClient, LLMError, api_key
 from autoresearch.scope import PathMatcher
 
+# What the judge reads of one file: a request holding more would fail at any model's limit.
+JUDGED_BYTES = 4 << 20
+
 SYSTEM = """\
 You are a strict, consistent judge. Score the material below against the rubric, from 0
 (worst) to 100 (best). Judge only what is in the material.
@@ -81,9 +84,13 @@ class Judge:
             if not self.files.matches(name):
                 continue
             try:
-                text = (workspace / name).read_text(encoding="utf-8", errors="replace")
+                with open(workspace / name, "rb") as handle:
+                    data = handle.read(JUDGED_BYTES + 1)
             except OSError:
                 continue
+            text = data[:JUDGED_BYTES].decode("utf-8", errors="replace")
+            if len(data) > JUDGED_BYTES:  # a candidate's file is never held whole
+                text += f"\n[... cut: the file is larger than {JUDGED_BYTES} bytes ...]\n"
             parts.append(f"## {name}\n\n{text}")
         return "\n\n".join(parts) if parts else "(the files to judge do not exist)"
 

@@ -9,11 +9,15 @@ the commit holds it, so the work is in proportion to the change, not to the repo
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import stat
+import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from autoresearch.errors import GitError
 from autoresearch.isolation.owned import real_dir, real_parents, remove
@@ -93,23 +97,74 @@ def _within(path: str, paths: set[str]) -> bool:
             return False
 
 
-def blobs(run: Run, oids: Iterable[str]) -> dict[str, bytes]:
-    """The content of each blob, read in one `git cat-file --batch`."""
-    wanted = sorted(set(oids))
-    if not wanted:
-        return {}
-    raw = run("cat-file", "--batch", input="".join(f"{o}\n" for o in wanted).encode())
-    out: dict[str, bytes] = {}
-    pos = 0
-    for oid in wanted:
-        end = raw.index(b"\n", pos)
-        header = raw[pos:end].decode().split()
-        if len(header) != 3 or header[1] != "blob":
+CHUNK = 1 << 20  # a blob is copied a MiB at a time
+LINK_MAX = 1 << 16  # a link's target longer than this is no path the kernel takes
+
+
+class Blobs:
+    """Blob contents read one at a time from one `git cat-file --batch`, each copied into
+    its file a chunk at a time: no blob is ever held whole in the engine's memory, however
+    large it is."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def __enter__(self) -> Blobs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ask(self, oid: str) -> int:
+        """Ask for `oid`; its size, with its content next on the pipe."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            stdin.write(f"{oid}\n".encode())
+            stdin.flush()
+        except OSError as exc:
+            raise GitError(f"git cat-file stopped before {oid} was read ({exc})") from None
+        header = stdout.readline(256).decode(errors="replace").split()
+        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
             raise GitError(f"the object {oid} is not a blob the measurement folder can hold")
-        size = int(header[2])
-        out[header[0]] = raw[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1
-    return out
+        return int(header[2])
+
+    def copy(self, oid: str, handle: BinaryIO) -> None:
+        """Write the blob's content to `handle`."""
+        self._pour(self._ask(oid), handle)
+
+    def read(self, oid: str) -> bytes:
+        """A small blob's content: a link's target."""
+        size = self._ask(oid)
+        if size > LINK_MAX:  # the pipe is left mid-object: the caller's error closes it
+            raise GitError(f"the link {oid} names a target of {size} bytes")
+        out = io.BytesIO()
+        self._pour(size, out)
+        return out.getvalue()
+
+    def _pour(self, size: int, handle: BinaryIO) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        left = size
+        while left:
+            chunk = stdout.read(min(CHUNK, left))
+            if not chunk:
+                raise GitError("git cat-file stopped in the middle of an object")
+            handle.write(chunk)
+            left -= len(chunk)
+        stdout.read(1)  # the newline after each object
+
+    def close(self) -> None:
+        proc = self.proc
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _is_empty_dir(path: Path) -> bool:
@@ -136,7 +191,7 @@ def apply(
     root: Path,
     drop: Iterable[str],
     write: dict[str, Entry],
-    content: dict[str, bytes],
+    content: Blobs,
     watch: FolderWatch | None,
     held: Callable[[list[str]], set[str]] = lambda folders: set(),
 ) -> None:
@@ -173,13 +228,13 @@ def apply(
         if os.path.lexists(path):
             remove(path)
         if entry.mode == "120000":
-            os.symlink(os.fsdecode(content[entry.oid]), path)
+            os.symlink(os.fsdecode(content.read(entry.oid)), path)
         elif entry.mode == "160000":
             os.mkdir(path)  # a submodule's folder, as git leaves it without one
         else:
             mode = 0o777 if entry.mode == "100755" else 0o666
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(content[entry.oid])
+                content.copy(entry.oid, handle)
         if watch is not None:
             watch.add(rel, directory=entry.mode == "160000")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -121,6 +122,14 @@ class MeasureTree:
             extra_env=env,
         )
 
+    def _popen(self, *args: str) -> subprocess.Popen[bytes]:
+        return self.git.popen(
+            f"--git-dir={self.gitdir}",
+            f"--work-tree={self.path}",
+            *args,
+            extra_env={"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull},
+        )
+
     def show(self, commit: str) -> None:
         """Make the folder exactly `commit`'s tree (plus the shared paths' links), throwing
         away what the last run wrote."""
@@ -181,14 +190,15 @@ class MeasureTree:
             looked_up = materialise.entries(run, commit, drop - set(write))
             write.update(looked_up)
             self._note_unindexed(sorted(write))
-            content = materialise.blobs(run, (e.oid for e in write.values() if e.mode[:3] != "160"))
 
             def held(folders: list[str]) -> set[str]:
                 found = materialise.entries(run, commit, folders)
                 return {f for f in folders if any(under(p, [f]) for p in found)}
 
-            materialise.apply(self.path, drop, write, content, watch, held)
-        except (GitError, OSError, ValueError):
+            with materialise.Blobs(self._popen("cat-file", "--batch")) as content:
+                materialise.apply(self.path, drop, write, content, watch, held)
+        except (GitError, OSError, ValueError, MemoryError):
+            # git's whole pass does it instead (git streams large files itself)
             return False
         self.passes["paths"] += 1
         return True

@@ -77,6 +77,7 @@ def proposer_confinement(campaign: Campaign, objects: Path | None) -> Confinemen
         deny_read=sandbox.deny_read,
         home_readable=sandbox.home_readable,
         writable=sandbox.writable,
+        devices=sandbox.devices,
     )
 
 

@@ -74,9 +74,12 @@ def _scope_files(workspace: Path, scope: PathMatcher, never: PathMatcher) -> lis
     return [p for p in workspace_files(workspace) if scope.matches(p) and not never.matches(p)]
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int) -> str | None:
+    """A scope file's text, at most `limit` bytes of it (more could not fit the prompt): a
+    large file is never held whole."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(limit)
     except OSError:
         return None
     if b"\0" in data[:8192]:
@@ -212,8 +215,10 @@ class ChatProposer(Proposer):
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         files: dict[str, str] = {}
+        # UTF-8 takes at most 4 bytes a character: more than this never reaches the prompt.
+        limit = int(self.options.max_context_tokens * CHARS_PER_TOKEN * 4)
         for name in _scope_files(ctx.workspace, self.scope, self.never):
-            text = _read(ctx.workspace / name)
+            text = _read(ctx.workspace / name, limit)
             if text is not None:
                 files[name] = text
         messages = build_messages(ctx, files, self._ideas(), self.options)

@@ -135,9 +135,11 @@ REFERENCE_MIN = 1
 # A reference this short is screened against the incumbent's known level: one spiked run
 # would move any estimator of so few samples.
 REFERENCE_SETTLED = 3
-# How far worse than the incumbent's known level (in robust sigmas, at least) a fresh run
-# is before it is taken for a spike, and how many such runs one comparison sets aside
-# (each answered with another run) before it takes them as the incumbent's new level.
+# How far worse than the incumbent's known level (in robust sigmas) a fresh run is before
+# it is taken for a spike, and how many such runs one comparison sets aside (each answered
+# with another run) before it takes them as the incumbent's new level. Not widened to the
+# campaign's typical spike (the first-sample screen's step): on a campaign that spikes
+# often, that step grows to the spikes' own size and would let every one of them through.
 SPIKE_SIGMAS = 4.0
 SPIKE_RERUNS = 2
 
@@ -358,6 +360,38 @@ class Look(NamedTuple):
     ref_mean: float = 0.0  # the reference's mean, for relative gains and min_delta
     threshold: float | None = None  # the gain to beat (threshold and repeats rules)
     bar: float | None = None  # the drop bar on z this look was judged at (sequential)
+    level: float = 0.0  # the candidate's location, as the gain was taken from it
+
+
+def judged_level(best: float, look: Look) -> float:
+    """The candidate's level as its comparison judged it, on the scale of the recorded best
+    `best`: the best moved by the judged gain, as a share of the reference where the two have
+    the same sign (a timing's gain scales with the machine's speed when it was measured),
+    in units otherwise. Against a reference that is the best itself (one-sample rules,
+    `repeats`) it is exactly the candidate's own location."""
+    reference, level = look.ref_mean, look.level
+    if reference == best:
+        return level
+    moved = level - reference
+    if reference and best and (reference > 0) == (best > 0):
+        moved *= best / reference
+    return best + moved
+
+
+def kept_best(best: float, look: Look, direction: str) -> float:
+    """The recorded best once the rule kept the candidate of `look`: the level its
+    comparison judged it at, but never better than its own runs' location, and never worse
+    than `best`.
+
+    Both bounds keep the number honest. The judged gain is measured against the
+    incumbent's reference, which a burst of contention can inflate (and the gains chained
+    from keep to keep would carry every such error on); the candidate's own location is
+    what its runs showed, on the machine as it was then (slower after a neighbour started,
+    which may leave the best where it was). The worse of the two is recorded, and a keep
+    never moves the best against `direction`."""
+    judged = judged_level(best, look)
+    level = judged if gain(judged, look.level, direction) < 0 else look.level
+    return best if gain(level, best, direction) < 0 else level
 
 
 def judge(
@@ -393,23 +427,29 @@ def judge(
     if rule.name == "sequential" and rule.estimator != "mean":
         sigma = noise.sigma if noise is not None else 0.0
         ref_mean = robust.location(reference, rule.estimator, direction, sigma)
-        g = gain(robust.location(candidate, rule.estimator, direction, sigma), ref_mean, direction)
-        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+        level = robust.location(candidate, rule.estimator, direction, sigma)
+        g = gain(level, ref_mean, direction)
+        return _sequential(
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+        )
     ref_mean = _mean(reference)
-    g = gain(_mean(candidate), ref_mean, direction)
+    level = _mean(candidate)
+    g = gain(level, ref_mean, direction)
     if rule.name == "sequential":
-        return _sequential(rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk)
+        return _sequential(
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+        )
     if rule.name == "strict":
-        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0)
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0, level=level)
         return (Verdict.KEEP if g > 0 else Verdict.DISCARD), look
     threshold = rule.min_delta_abs(ref_mean)
     if rule.name == "repeats":
         if k < rule.repeats:
-            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean)
+            return Verdict.MORE, Look(k, n, fresh, g, ref_mean=ref_mean, level=level)
         var_c = statistics.variance(candidate) if k > 1 else 0.0
         var_i = statistics.variance(reference) if n > 1 else 0.0
         threshold = max(threshold, 2 * math.sqrt(var_c / k + var_i / n))
-    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold)
+    look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=threshold, level=level)
     return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
 
 
@@ -424,13 +464,14 @@ def _sequential(
     carried: int,
     efficacy: float | None,
     open_walk: bool,
+    level: float,
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
     done = k >= max_samples and fresh >= max_samples
     if noise is None or noise.sigma <= 0:
         # Exact samples: only min_delta and drift are left to rule out.
-        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta)
+        look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=delta, level=level)
         if g <= delta:
             return Verdict.DISCARD, look
         if open_walk:
@@ -444,13 +485,13 @@ def _sequential(
     se = noise.sigma * factor
     z = g / se
     if open_walk:
-        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar)
+        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level)
         return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
     if efficacy is None:
         # The boundary stays fixed through a comparison, as calibrated: it follows the
         # noise estimate's degrees of freedom before this comparison's samples joined it.
         efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried, noise.screen)
-    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar)
+    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar, level)
     if fresh >= 1 and z >= efficacy and g > delta:
         return Verdict.KEEP, look
     if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
@@ -587,7 +628,7 @@ class Comparison:
         if self._scale is None:
             noise = self.known_noise() if self.sequential and self.prior else None
             sigma = noise.sigma if noise is not None else 0.0
-            self._scale = max(noise.screen, SPIKE_SIGMAS) * sigma if noise and sigma > 0 else 0.0
+            self._scale = SPIKE_SIGMAS * sigma if noise and sigma > 0 else 0.0
         return self._scale
 
     def _left_out(self) -> list[bool] | None:
@@ -670,7 +711,7 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     bar = look.bar if look.bar is not None else drop_bar(look.reference)
     if z <= bar:
         if k == 1:
-            return f"{first} {relative} than the incumbent (z {z:.2f} <= {bar:g})"
+            return _screened(look, bar)
         return f"z {z:.2f} <= {bar:g} {runs}: not better"
     delta = look.threshold or 0.0
     if delta > 0 and g + efficacy * (g / z) <= delta:
@@ -678,6 +719,33 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     if k >= rule.max_samples and look.fresh >= rule.max_samples:
         return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
     return f"z {z:.2f} < futility bar {look.futility * efficacy:.2f} {runs}"
+
+
+def _screened(look: Look, bar: float) -> str:
+    """Why a candidate was dropped after one run: how much worse it was, and how much worse
+    a first run may look at this noise (the screen's bar times the standard error), with
+    the noise of one run beside it, so that a drop inside the metric's own spread reads as
+    what it is."""
+    g, z, reference = look.gain, look.z or 0.0, look.ref_mean
+    se = g / z if z else 0.0
+    sigma = se / math.sqrt(1 / look.candidate + 1 / look.reference)
+    worse = _relative(g, reference)
+    statistic = f"z {z:.2f} <= {bar:g}, one run's noise {_size(sigma, reference)}"
+    allowed = -bar * se
+    if allowed <= 0:
+        return f"screened out after 1 run: {worse}; the screen allows no loss ({statistic})"
+    return (
+        f"screened out after 1 run: {worse}, beyond the {_size(allowed, reference)} spread "
+        f"the screen allows at this noise ({statistic})"
+    )
+
+
+def _size(amount: float, reference: float) -> str:
+    """An amount as a share of the reference ("2.1%"), or in units when the reference is 0."""
+    if not reference:
+        return f"{abs(amount):.3g}"
+    pct = 100 * abs(amount) / abs(reference)
+    return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
 def _relative(g: float, reference: float) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,25 +101,74 @@ def chosen_commit(
     return object_name(record.commit), record
 
 
-def diff(root: Path, record: AttemptRecord) -> str:
-    """What the attempt changed against the version it was tried on (its parent). The
-    baseline changes nothing: it is the starting point."""
-    if record.status is Status.BASELINE or not record.commit:
-        return ""
+# What `diff` and `campaign_diff` give as one text (the dashboard, tracking, the MCP
+# tool); the command line streams the whole of it instead.
+DIFF_TEXT_LIMIT = 8 << 20
+CHUNK = 1 << 16
+
+
+def diff_chunks(root: Path, record: AttemptRecord) -> Generator[bytes, None, None]:
+    """What the attempt changed against the version it was tried on (its parent), as git
+    writes it, a piece at a time: a large change is never held whole. The baseline
+    changes nothing: it is the starting point."""
+    if record.status is Status.BASELINE or not record.commit or not record.parent:
+        return
     commit = object_name(record.commit)
-    if not record.parent:
-        return ""
     parent = object_name(record.parent, "parent")
-    return Git(root).run("diff", "--end-of-options", parent, commit, "--")
+    yield from _stream(Git(root), "diff", "--end-of-options", parent, commit, "--")
 
 
-def campaign_diff(root: Path, state_dir: Path) -> str:
-    """The campaign's change: from its base to the best result."""
+def campaign_diff_chunks(root: Path, state_dir: Path) -> Generator[bytes, None, None]:
+    """The campaign's change, from its base to the best result, a piece at a time."""
     base = base_commit(state_dir)
     record = best_attempt(state_dir)
     if not record.commit:
-        return ""
-    return Git(root).run("diff", "--end-of-options", base, object_name(record.commit), "--")
+        return
+    commit = object_name(record.commit)
+    yield from _stream(Git(root), "diff", "--end-of-options", base, commit, "--")
+
+
+def diff(root: Path, record: AttemptRecord, limit: int = DIFF_TEXT_LIMIT) -> str:
+    """The attempt's change as text, cut at `limit` bytes (with a line that says so)."""
+    return _text(diff_chunks(root, record), limit)
+
+
+def campaign_diff(root: Path, state_dir: Path, limit: int = DIFF_TEXT_LIMIT) -> str:
+    """The campaign's change as text, cut at `limit` bytes (with a line that says so)."""
+    return _text(campaign_diff_chunks(root, state_dir), limit)
+
+
+def _text(chunks: Generator[bytes, None, None], limit: int) -> str:
+    kept = bytearray()
+    for chunk in chunks:
+        kept += chunk
+        if len(kept) > limit:
+            del kept[limit:]
+            chunks.close()  # git is stopped: the rest is never read
+            kept += f"\n[... cut at {limit} bytes: `autoresearch diff` shows all ...]\n".encode()
+            break
+    return kept.decode("utf-8", errors="surrogateescape")
+
+
+def _stream(repo: Git, *args: str) -> Generator[bytes, None, None]:
+    proc = repo.popen(*args)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()
+    finished = False
+    try:
+        while chunk := proc.stdout.read(CHUNK):
+            yield chunk
+        finished = True
+    finally:
+        proc.stdout.close()
+        if not finished:
+            proc.kill()
+        proc.wait()
+    if proc.returncode != 0:
+        raise AutoresearchError(
+            f"git {args[0]} failed in {repo.cwd} (exit code {proc.returncode}); check that "
+            "the campaign's commits are still in the repository (`autoresearch verify`)."
+        )
 
 
 def make_branch(root: Path, name: str, commit: str, force: bool = False) -> None:

@@ -88,7 +88,7 @@ def summarize(name: str, direction: str, records: Iterable[AttemptRecord]) -> Su
             summary.best_commit = summary.baseline_commit
             summary.streak = 0
         elif record.status.sets_best:  # keep, or a combination of winners (merged)
-            summary.best = record.metric
+            summary.best = record.best_after
             summary.best_iteration = record.iteration
             summary.best_commit = record.commit
             summary.streak = 0

@@ -112,7 +112,7 @@ class LiveView:
             case Warned():
                 self.warnings.append(event.message)
             case Noted():
-                self.live.console.print(printable(event.message))
+                self.live.console.print(safe(event.message))
             case Stopped():
                 self.stopped = event
                 self.phase = "stopped"

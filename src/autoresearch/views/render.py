@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -40,20 +41,41 @@ STATUS_STYLE: dict[Status, str] = {
 }
 
 
-# Control characters (terminal escape sequences among them) and the marks that reorder
-# text, shown as visible escapes: a description is text, never instructions to a terminal.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Control characters (terminal escape sequences among them), the marks that reorder text,
+# and lone surrogates (bytes that were not UTF-8, a raw C1 control among them), shown as
+# visible escapes: a description, a diff or a reason is text, never instructions to a
+# terminal. Every command that prints what a candidate or a proposer wrote goes through it.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def printable(text: str, one_line: bool = True) -> str:
-    """`text` safe to print: control characters shown as escapes, on one line by default."""
+    """`text` safe to print: control characters shown as escapes, on one line by default
+    (else only newlines and tabs stay as they are)."""
     if one_line:
         text = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
     return _UNPRINTABLE.sub(_visible, text)
 
 
+def printable_chunks(chunks: Iterable[bytes]) -> Iterator[str]:
+    """A stream of bytes (a diff) as printable text, a chunk at a time: never held whole.
+    Bytes that are not UTF-8 are shown as their escapes, a character cut between two
+    chunks is decoded whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+    for chunk in chunks:
+        text = decoder.decode(chunk)
+        if text:
+            yield printable(text, one_line=False)
+    rest = decoder.decode(b"", final=True)
+    if rest:
+        yield printable(rest, one_line=False)
+
+
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8: shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
@@ -186,11 +208,11 @@ def imported_table(entries: Sequence[dict[str, Any]]) -> Table:
         name = entry.get("metric_name")
         value = num(metric) if isinstance(metric, int | float) else ""
         table.add_row(
-            str(entry.get("run") or entry.get("imported") or ""),
-            escape(str(entry.get("status") or "")),
-            f"{value} {escape(str(name))}" if value and name else value,
-            escape(str(entry.get("commit") or "")[:12]),
-            escape(str(entry.get("description") or "")),
+            safe(str(entry.get("run") or entry.get("imported") or "")),
+            safe(str(entry.get("status") or "")),
+            f"{value} {safe(str(name))}" if value and name else value,
+            safe(str(entry.get("commit") or "")[:12]),
+            safe(str(entry.get("description") or "")),
         )
     return table
 
@@ -230,7 +252,7 @@ def attempts_table(
             signed(record.delta),
         ]
         if with_commit:
-            cells.append(escape((record.commit or "")[:10]))
+            cells.append(safe((record.commit or "")[:10]))
         cells.append(safe(description[:width]))
         table.add_row(*cells)
     return table

@@ -100,8 +100,8 @@ def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> b
         metric = record.metric
         if metric is not None:
             by_status[record.status].append((record.iteration, metric))
-        if record.status.sets_best and metric is not None:
-            best = metric
+        if record.status.sets_best and record.best_after is not None:
+            best = record.best_after
         if best is not None:
             best_x.append(record.iteration)
             best_y.append(best)

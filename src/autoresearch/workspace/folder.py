@@ -15,11 +15,13 @@ read by the engine, and the engine makes it afresh after every attempt.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import stat
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from autoresearch.errors import GitError, WorkspaceHijacked
@@ -32,6 +34,7 @@ from autoresearch.isolation.owned import (
     write_file,
 )
 from autoresearch.isolation.watch import FolderWatch
+from autoresearch.scope import Caps
 from autoresearch.workspace.candidate import (
     Candidate,
     Change,
@@ -48,6 +51,8 @@ from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELO
 from autoresearch.workspace.submodules import Submodules
 
 FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a commit id as git writes it in HEAD
+# The paths a refused flood of changes is named by in its record (the count says the rest).
+NAMED_IN_A_FLOOD = 20
 
 
 class Workspace:
@@ -227,10 +232,11 @@ class Workspace:
         self.git.run("read-tree", head)
         self._remember_index()
 
-    def _add(self, paths: list[str]) -> bool:
-        """Stage `paths` as the workspace has them (deletions too); False when git refuses
-        (an ignored path named, a name it will not store)."""
-        return self.git.ok(
+    def _add(self, paths: list[str]) -> str:
+        """Stage `paths` as the workspace has them (deletions too); "" when done, else why
+        git refused (an ignored path named, a name it will not store). A disk that is full
+        is the engine's trouble, not the change's: raised as such."""
+        problem = self.git.failure(
             "add",
             "-A",
             "--pathspec-from-file=-",
@@ -238,6 +244,10 @@ class Workspace:
             input=nul_join(outermost(paths)),
             extra_env=NO_PRELOAD,
         )
+        for code in (errno.ENOSPC, errno.EDQUOT):
+            if os.strerror(code) in problem:
+                raise OSError(code, f"git could not store the change: {problem}")
+        return problem
 
     def proposer_runs_commands(self, runs: bool) -> None:
         """Say, before each proposal, whether the proposer starts processes (an agent, a
@@ -345,14 +355,20 @@ class Workspace:
         git = self.git
         head = self._head()
         git.run("read-tree", "--reset", "-u", head)
-        args = ["clean", "-ffdxq"]
-        for item in self.share:
-            args += ["-e", f"/{item}"]
-        git.run(*args)
+        self.drop_untracked()
         self._remember_index()
         self.subs.refill(head)
         self._private_git(head)
         self._at_head = True
+
+    def drop_untracked(self) -> None:
+        """Remove every file the index does not hold (ignored ones too), the shared links
+        aside. Git writes nothing for it: it frees room on a disk that is full."""
+        self.check()
+        args = ["clean", "-ffdxq"]
+        for item in self.share:
+            args += ["-e", f"/{item}"]
+        self.git.run(*args)
 
     def scan(self, paths: list[str] | None = None) -> Scan:
         """One `git status` pass: every path that differs from HEAD (among `paths`, and in
@@ -396,7 +412,11 @@ class Workspace:
     # -- attempts ----------------------------------------------------------------------
 
     def collect(
-        self, incumbent: str, incumbent_tree: str, admit: Callable[[str], bool]
+        self,
+        incumbent: str,
+        incumbent_tree: str,
+        admit: Callable[[str], bool],
+        caps: Caps | None = None,
     ) -> Candidate:
         """Stage what the proposer left in the workspace and describe it against the
         incumbent.
@@ -406,7 +426,10 @@ class Workspace:
         not looked at, beyond noting that it moved HEAD. When a changed path is one that
         `admit` refuses (outside the scope, the harness), nothing is staged: the candidate
         names its paths (it will be rejected) and its content never enters the repository.
+        So it is when the change is beyond `caps` (a file too large, too many files): the
+        sizes are read from the file system, no file is opened.
         """
+        caps = caps or Caps()
         self.check()
         moved = self._agent_moved()
         git = self.git
@@ -417,6 +440,9 @@ class Workspace:
         if touched is not None and any(p.rpartition("/")[2] == ".gitignore" for p in touched):
             touched = None  # ignore rules changed: what an untouched path is depends on them
         if touched is not None and self._only_admitted_files(touched, admit):
+            beyond = self._beyond_caps(touched, caps, admit, self._added_or_changed)
+            if beyond is not None:
+                return replace(beyond, tree=incumbent_tree, head_moved=moved)
             known = self._stage_touched(touched, incumbent, incumbent_tree, moved, admit)
             if known is not None:
                 return known
@@ -425,17 +451,26 @@ class Workspace:
         dirty = scan.staged + scan.unstaged + scan.untracked
         if not dirty:
             return Candidate(tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
+        deleted, untracked = set(scan.deleted), set(scan.untracked)
+        beyond = self._beyond_caps(
+            sorted(set(dirty)),
+            caps,
+            admit,
+            lambda p: "D" if p in deleted else "A" if p in untracked else "M",
+        )
+        if beyond is not None:
+            return replace(beyond, tree=incumbent_tree, ignored=scan.ignored, head_moved=moved)
         if not all(admit(p) for p in dirty):
-            deleted, untracked = set(scan.deleted), set(scan.untracked)
             named = [
                 Change("D" if p in deleted else "A" if p in untracked else "M", p)
                 for p in sorted(set(dirty))
             ]
             return Candidate(incumbent_tree, named, scan.ignored, head_moved=moved, staged=False)
-        if not self._add(dirty):
+        problem = self._add(dirty)
+        if problem:
             self._reset_index(incumbent)
             named = [Change("A" if p in scan.untracked else "M", p) for p in sorted(set(dirty))]
-            reason = "git cannot store the change (a path name it refuses, such as .GIT)"
+            reason = f"git cannot store the change (a name it refuses, such as .GIT): {problem}"
             return Candidate(incumbent_tree, named, scan.ignored, moved, False, reason)
         tree = git.run("write-tree").strip()
         self._remember_index()  # write-tree stores its cache-tree in the index
@@ -481,6 +516,44 @@ class Workspace:
             diffstat=numstat_text(counted) if changes else None,
         )
 
+    def _beyond_caps(
+        self,
+        paths: list[str],
+        caps: Caps,
+        admit: Callable[[str], bool],
+        status: Callable[[str], str],
+    ) -> Candidate | None:
+        """The refused candidate when the changed `paths` are more than `caps.max_files`
+        or one of them is a file larger than `caps.max_bytes`, else None. Nothing is
+        staged. A flood names only what the screening needs: the refused paths (a harness
+        file still halts the campaign), then a few of the others."""
+        reason = caps.count_refusal(len(paths))
+        if reason is not None:
+            refused = [p for p in paths if not admit(p)][: caps.max_files]
+            named = refused or paths[:NAMED_IN_A_FLOOD]
+        else:
+            named = paths
+            for rel in paths:
+                try:
+                    st = os.lstat(self.path / rel)
+                except OSError:
+                    continue  # gone, or beyond a file or link: nothing to store
+                if stat.S_ISREG(st.st_mode):
+                    reason = caps.file_refusal(rel, st.st_size)
+                    if reason is not None:
+                        break
+        if reason is None:
+            return None
+        changes = [Change(status(p), p) for p in named]
+        return Candidate("", changes, staged=False, unstorable=reason)
+
+    def _added_or_changed(self, path: str) -> str:
+        """How a touched path changed, for a refused candidate's record: A or M (a path
+        that is gone is named too: D)."""
+        if not os.path.lexists(self.path / path):
+            return "D"
+        return "M" if self.git.ok("cat-file", "-e", f"HEAD:{path}") else "A"
+
     def _only_admitted_files(self, touched: list[str], admit: Callable[[str], bool]) -> bool:
         """Whether every path the kernel saw touched is one a candidate may change, and no
         folder (whose files `admit` has not seen): then nothing refused can be staged, and
@@ -509,7 +582,7 @@ class Workspace:
         """Stage the touched paths straight away and describe the tree they make; None
         when git refused (a touched path is ignored, say): the caller scans instead."""
         git = self.git
-        if not self._add(touched):
+        if self._add(touched):
             return None
         tree = git.run("write-tree").strip()
         self._remember_index()
