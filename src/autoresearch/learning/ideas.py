@@ -44,8 +44,13 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _ORIGIN = re.compile(r"\s*\(attempt \d+\)$")
 
 
+# Control characters (C0, DEL, C1): the backlog is a file of the user's checkout, which
+# `cat` prints raw, so an escape sequence a proposer wrote must never reach it.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _clean(text: str) -> str:
-    return " ".join(text.replace("\x00", "").split())[:IDEA_CHARS]
+    return " ".join(_CONTROL.sub("", text).split())[:IDEA_CHARS]
 
 
 def _key(idea: str) -> str:

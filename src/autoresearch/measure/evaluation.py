@@ -335,6 +335,9 @@ class Evaluator:
             out.failure = Status.INTERRUPTED
             out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}, twice"
             return None
+        if result.outcome == Status.TAMPERED:  # seen where it ran (a Ray worker)
+            out.failure, out.reason = Status.TAMPERED, result.reason
+            return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
             out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}"
