@@ -83,6 +83,12 @@ from autoresearch.workspace import Workspace, head_of
 PROPOSER_FAILURE_LIMIT = 3
 
 
+# Phases that `state.json` shows from the next write on, which follows within the attempt
+# (the committed candidate, or the measurement): each write is a file renamed into place,
+# and checking what changed takes a moment once the kernel names the touched paths.
+STAGED_PHASES = frozenset({"checking"})
+
+
 class Engine:
     def __init__(
         self,
@@ -141,9 +147,11 @@ class Engine:
     # -- events and state ---------------------------------------------------------------
 
     def phase(self, phase: str, iteration: int | None = None, **extra: Any) -> None:
-        self.state.update(
-            durable=False, phase=phase, iteration=iteration, updated_utc=utc_now(), **extra
-        )
+        fields = dict(phase=phase, iteration=iteration, updated_utc=utc_now(), **extra)
+        if phase in STAGED_PHASES:
+            self.state.stage(**fields)
+        else:
+            self.state.update(durable=False, **fields)
         self.on_event(PhaseChanged(phase, iteration, **extra))
 
     def warn(self, message: str) -> None:
@@ -189,7 +197,8 @@ class Engine:
                 )
                 return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
             if paused:
-                self.state.update(waiting=True)
+                self.workspace.settle_private_git()
+                self.state.update(waiting=True, in_flight=None)
                 return RunResult("", EXIT_OK, self.summary())
             stop = self._stop_reason() or StopReason.MAX_ITERATIONS
             if self.cfg.stop.ablate:
@@ -541,7 +550,11 @@ class Engine:
         if self.evaluator is not None:
             self.evaluator.discard()
         self.workspace.close_watch()
-        self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
+        if reason is not StopReason.TAMPERED:  # a hijacked folder is not written to
+            self.workspace.settle_private_git()
+        self.state.update(
+            stop_reason=reason, stop_message=message, stopped_utc=utc_now(), in_flight=None
+        )
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(
             Stopped(reason, result.summary, message, self.workspace.branch, str(self.ledger.path))

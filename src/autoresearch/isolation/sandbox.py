@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -142,6 +143,22 @@ def home_allowlist(
     toolchains this engine and PATH run from (an interpreter under home, a virtual
     environment's folder, a `bin` on PATH). (None, ()) when there is no home to cover."""
     env = os.environ if env is None else env
+    key = (tuple(readable), path_env, env.get("VIRTUAL_ENV", ""), env.get("CONDA_PREFIX", ""))
+    return _home_allowlist(*key, os.environ.get("HOME", ""), int(time.monotonic() // 30))
+
+
+# Every command the engine starts asks for the allowlist, which resolves some forty paths
+# (10 ms on a loaded machine): it is looked up at most once per 30 seconds (the last
+# argument), so a toolchain installed meanwhile is shown from the next period on.
+@lru_cache(maxsize=8)
+def _home_allowlist(
+    readable: tuple[str, ...],
+    path_env: str,
+    venv: str,
+    conda: str,
+    home_env: str,
+    period: int,
+) -> tuple[Path | None, tuple[Path, ...]]:
     try:
         home = Path.home().resolve()
     except (KeyError, RuntimeError):
@@ -156,9 +173,7 @@ def home_allowlist(
     for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, executable]:
         if entry:
             found.append(Path(entry))
-    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        if env.get(name):
-            found.append(Path(env[name]))
+    found += [Path(prefix) for prefix in (venv, conda) if prefix]
     found.append(package)
     shown: list[Path] = []
     for path in found:
