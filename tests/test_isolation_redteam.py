@@ -175,22 +175,18 @@ HOLDOUT = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the holdout check refuses files tracked at the start commit only: a holdout file "
-        "that an earlier commit held (committed, then untracked and ignored) is in the "
-        "incumbent's history, which the proposer's own .git reads (git log -p)"
-    ),
-)
 def test_proposer_reads_the_holdout_from_the_repository_history(tmp_path: Path) -> None:
     attack = HONEST + "\n    git log -p | grep -o 'holdout-[0-9a-f]*' | sed 's/^/# /' >> calc.py"
     repo, state = user_repo(tmp_path, SANDBOX, {1: attack}, **HOLDOUT)
     commit_files(repo, {"data/holdout.txt": f"{HOLDOUT_SECRET}\n"})
     git(repo, "rm", "-q", "--cached", "data/holdout.txt")
     git(repo, "commit", "-qm", "keep the holdout out of the repository")
-    run(repo)
-    assert HOLDOUT_SECRET.encode() not in committed_by_the_proposer(repo, ledger(state))
+    outcome = run(repo, attacks=False)
+    # Refused before any proposal: the history would show it.
+    assert outcome.error is not None and "was committed in the history" in str(outcome.error)
+    assert not state.joinpath("ledger.jsonl").exists() or all(
+        r.iteration == 0 for r in ledger(state)
+    )
 
 
 @pytest.mark.xfail(
