@@ -176,9 +176,51 @@ TRAITS: dict[Status, Traits] = {
 }
 
 
-def num(value: float | None) -> str:
-    """A metric value as every view and message writes it."""
-    return "-" if value is None else f"{value:.6g}"
+# Why a candidate is refused when its holdout run gave no number: fixed words, since the
+# reason reaches the next prompt and whatever the run printed could carry the holdout out.
+HOLDOUT_FAILED = "the holdout run failed; its output stays in the campaign's logs"
+
+
+def without_holdout(record: AttemptRecord) -> AttemptRecord:
+    """The record as a program may be given it (the prompt, the dashboard, the MCP tools):
+    no holdout numbers, and a holdout failure's reason the fixed one (a ledger written
+    before it was fixed holds the run's output there)."""
+    data = record.holdout
+    if data is None:
+        return record
+    reason = record.reason
+    if record.status is Status.CRASH and "error" in data:
+        reason = HOLDOUT_FAILED
+    return replace(record, holdout=None, reason=reason)
+
+
+def num(value: float | None, noise: float | None = None) -> str:
+    """A metric value as every view and message writes it: to the two significant digits
+    of its noise when that is known (a digit below the noise says nothing), else to six
+    significant digits; never more than six."""
+    if value is None:
+        return "-"
+    if noise is None or not math.isfinite(noise) or noise <= 0 or not math.isfinite(value):
+        return f"{value:.6g}"
+    decimals = 1 - math.floor(math.log10(noise))
+    magnitude = math.floor(math.log10(abs(value))) + 1 if value else 1
+    if magnitude + decimals > 6:
+        return f"{value:.6g}"
+    if decimals >= 0:
+        return f"{value:.{decimals}f}"
+    return f"{round(value, decimals):.0f}"
+
+
+def rounded(value: Any) -> Any:
+    """Floats in a value (lists and tables included) to six significant digits, for text a
+    person reads; JSON output keeps full precision."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True)

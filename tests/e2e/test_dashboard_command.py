@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from conftest import Runner
-from unit.test_dashboard_http import get
+from unit.test_dashboard_http import at, get
 
 
 def test_the_command_listens_on_loopback_only(toy: Path, invoke: Runner) -> None:
@@ -22,9 +22,13 @@ def test_the_command_listens_on_loopback_only(toy: Path, invoke: Runner) -> None
     )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
-        assert "http://127.0.0.1:" in line
-        url = line.split("at ", 1)[1].split()[0]
-        assert json.loads(get(url + "api/status")[1])["name"] == "toy"
+        assert "http://127.0.0.1:" in line and "/?token=" in line
+        url = line.split(" at ", 1)[1].split()[0]
+        assert json.loads(get(at(url, "/api/status"))[1])["name"] == "toy"
+        # the token printed is the one kept in the campaign's folder; without it, nothing
+        token = (toy / ".autoresearch/toy/dashboard.token").read_text().strip()
+        assert url.endswith("?token=" + token)
+        assert get(url.split("?")[0] + "api/status")[0] == 401
     finally:
         proc.terminate()
         proc.wait(timeout=10)

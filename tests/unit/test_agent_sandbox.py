@@ -231,11 +231,11 @@ echo "watcher at $(cat {out}/heartbeat)"
 @pytest.mark.xfail(
     strict=True,
     reason="an agent running as you, outside the sandbox, can rewrite the measurement "
-    "folder while the metric runs (README: Agent-driven mode, what it guarantees)",
+    "folder while the metric runs (docs/agent-mode.md: what it guarantees)",
 )
 def test_an_agent_outside_the_sandbox_can_forge_the_number(tmp_path: Path, invoke: Runner) -> None:
     """The same watcher, run as the user beside `autoresearch step` (the agent-driven mode
-    without --agent): the promise does not hold, as the README says."""
+    without --agent): the promise does not hold, as docs/agent-mode.md says."""
     import threading
 
     repo, _ = agent_repo(tmp_path)

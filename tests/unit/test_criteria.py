@@ -93,8 +93,19 @@ def test_bad_new_settings_are_one_sentence_naming_the_key() -> None:
     assert "guard.rework" in bad(**{"guard.rework": True})
     assert "decision.simplicity" in bad(**{"decision.simplicity": {"lines_per_unit": 0}})
     assert "approval.paths" in bad(**{"approval.paths": []})
-    assert "holdout.command" in bad(**{"holdout.files": ["h/*"]})
     assert "must be relative" in bad(**{"holdout.command": "x", "holdout.files": ["/etc/*"]})
+    assert "one file's path" in bad(**{"holdout.in_place_of": {"h/x": "../data.csv"}})
+    assert "one file's path" in bad(**{"holdout.in_place_of": {"h/*": "data.csv"}})
+    assert "replaced twice" in bad(**{"holdout.in_place_of": {"h/a": "d", "h/b": "d"}})
+
+
+def test_a_holdout_without_command_runs_the_metrics() -> None:
+    config = parse_config(
+        "autoresearch.toml",
+        campaign_config(**{"holdout.in_place_of": {"held/data.csv": "data.csv"}}),
+    )
+    assert config.holdout is not None and config.holdout.command is None
+    assert config.holdout.in_place_of == {"held/data.csv": "data.csv"}
 
 
 def test_a_good_config_reads() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from autoresearch.attempt import Status
 from autoresearch.config import Campaign, parse_config
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.integrity import Fingerprint
 from autoresearch.stats.decide import Verdict
 from autoresearch.workspace import Candidate
 
@@ -57,10 +59,12 @@ class Stage:
         return Measurement("ok", value, 0.0, "", NOWHERE / "log")
 
 
-class Unchanged:
-    files = ()  # no harness file
+class Unchanged(Fingerprint):
+    """No harness file, and nothing ever changes."""
 
-    def changed(self, campaign: Campaign, workspace: Path) -> None:
+    def changed(
+        self, campaign: Campaign, workspace: Path, expect: Mapping[str, str] | None = None
+    ) -> None:
         return None
 
 

@@ -90,7 +90,7 @@ def _toml(value: Any) -> str:
 def render(inferred: Inferred, source: str) -> str:
     lines = [
         f"# Written by `autoresearch import` from {source} ({inferred.style}).",
-        "# Check every value, then `autoresearch check`; see README for all keys.",
+        "# Check every value, then `autoresearch check`; see docs/configuration.md for all keys.",
     ]
     if inferred.missing:
         lines.append("# Could not be inferred, decide yourself:")

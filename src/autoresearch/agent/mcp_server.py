@@ -164,8 +164,9 @@ OPTIONAL_TOOLS: dict[str, tuple[str, str, str]] = {
 
 
 def _view(record: Any) -> AttemptView:
-    from autoresearch.attempt import Status
+    from autoresearch.attempt import Status, without_holdout
 
+    record = without_holdout(record)  # the agent is a program: no holdout numbers
     return AttemptView(
         iteration=record.iteration,
         status=str(record.status),
@@ -257,6 +258,7 @@ class CampaignTools:
         )
 
     def show(self, iteration: int) -> ShowResult:
+        from autoresearch.attempt import without_holdout
         from autoresearch.store.ledger import stored_object
         from autoresearch.store.results import attempt, attempt_logs
         from autoresearch.views.status import find_state_dir
@@ -265,8 +267,9 @@ class CampaignTools:
         record = attempt(state_dir, iteration)
         return ShowResult(
             attempt=_view(record),
-            record=stored_object(record),
-            logs=[str(p) for p in attempt_logs(state_dir, iteration)],
+            record=stored_object(without_holdout(record)),
+            # The holdout's logs are left out: what it printed is for people only.
+            logs=[str(p) for p in attempt_logs(state_dir, iteration) if "-holdout-" not in p.name],
         )
 
     def diff(self, iteration: int | None = None) -> DiffResult:

@@ -181,7 +181,7 @@ def confinement_of(campaign: Campaign) -> Confinement:
             f"{campaign.display_path()}: `start --agent` runs the agent in bubblewrap, "
             "which this campaign does not use (key 'sandbox.isolation', or bubblewrap is "
             "missing: apt install bubblewrap); fix that, or run the agent yourself after "
-            "`autoresearch start` (outside the sandbox, see README: Agent-driven mode)."
+            "`autoresearch start` (outside the sandbox, see docs/agent-mode.md)."
         )
     return confinement
 

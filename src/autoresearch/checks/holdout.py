@@ -1,11 +1,18 @@
 """`[holdout]`: a measurement the proposer never sees, against overfitting the benchmark.
 
-Its files (`files`, globs in the user's checkout) must not be part of the campaign's
-commits: the proposer's workspace holds the commit's files only, so untracked holdout
-files never reach it, and neither the holdout command nor its files appear in a prompt or
-context. They are copied at the start into `.autoresearch/<name>/holdout/`, fingerprinted,
-and copied into the measurement folder for each holdout run only; the folder is cleaned
-after it.
+Its files (`files`, globs in the user's checkout, and the keys of `in_place_of`) must not
+be part of the campaign's commits: the proposer's workspace holds the commit's files only,
+so untracked holdout files never reach it, and neither the holdout command nor its files
+appear in a prompt or context. They are copied at the start into
+`.autoresearch/<name>/holdout/` and fingerprinted.
+
+A holdout run is a metric run, seen from inside: the same measurement folder, working
+directory, TMPDIR, environment, sandbox and read-only harness (`Evaluator.measure_swapped`);
+without `command` the metric's own command; with `in_place_of` the holdout's bytes written
+over the commit's data file it stands in for (same path, same file, its times kept), so
+nothing but the data's contents tells the two apart. What a holdout run printed never
+leaves the campaign's logs: a failed run's reason is `FAILED`, the same every time, and no
+view that a program can query serves the holdout's numbers.
 
 The holdout runs when a candidate is about to be kept (against the incumbent's holdout
 samples, measured once per incumbent) and on the final best. A keep the holdout
@@ -19,21 +26,60 @@ import math
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord
-from autoresearch.config import Campaign
+from autoresearch.attempt import HOLDOUT_FAILED, AttemptRecord, Status
+from autoresearch.checks.review import HoldoutCheck
+from autoresearch.config import Campaign, CampaignConfig
 from autoresearch.config.criteria import HoldoutConfig, parse_tolerance
 from autoresearch.errors import ConfigError
 from autoresearch.executors import CommandSpec
-from autoresearch.isolation.owned import real_parents, write_file
 from autoresearch.isolation.process import Limits
-from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.evaluation import Evaluator, Swap
 from autoresearch.measure.integrity import sha256_file
 from autoresearch.scope import PathMatcher
 from autoresearch.stats.decide import estimate, gain, pooled_noise, t_quantile
 
 TAMPERED = "tampered: "
+# Why a holdout run that gave no number is refused: the same words whatever it printed or
+# however it ended, since the reason reaches the next prompt (its output stays in the logs).
+FAILED = HOLDOUT_FAILED
+
+
+COMMAND_GIVES_AWAY = (
+    "[holdout] command differs from the metric's, so a candidate can tell the holdout run "
+    "apart by its command line; leave holdout.command out to run the metric's command on the "
+    "holdout data"
+)
+
+
+def files_give_away(rel: str) -> str:
+    return (
+        f"holdout file {rel} appears in the measurement folder only for the holdout run, so a "
+        "candidate can tell that run apart; map each holdout file to the data file it stands "
+        "in for in holdout.in_place_of"
+    )
+
+
+def holdout_text(cfg: CampaignConfig) -> str:
+    """What `check` says of the holdout: what tells its run from a metric run."""
+    holdout = cfg.holdout
+    if holdout is None:
+        return ""
+    found = []
+    if holdout.command is not None and holdout.command != cfg.metric.command:
+        found.append(COMMAND_GIVES_AWAY)
+    alone = [p for p in holdout.files if p not in holdout.in_place_of]
+    if alone:
+        found.append(files_give_away(alone[0]))
+    if found:
+        return "; ".join(found)
+    swapped = ", ".join(f"{rel} in place of {place}" for rel, place in holdout.in_place_of.items())
+    return (
+        f"the metric's own run with {swapped or 'the same files'}: told apart from a metric "
+        "run by the data's contents and its timing only"
+    )
 
 
 def holdout_gain(record: AttemptRecord) -> str:
@@ -54,18 +100,53 @@ class Holdout:
         self.snapshot = campaign.state_dir / "holdout"
         sandbox = cfg.sandbox
         limits = Limits(sandbox.memory_mb, sandbox.cpu_seconds, sandbox.network)
-        self.spec = CommandSpec(
-            self.config.command,
-            self.config.timeout,
-            self.config.pattern,
-            file=self.config.file,
-            key=self.config.key,
-            name=self.config.name,
-            limits=limits,
-        )
+        own = self.config
+        if cfg.executor.kind == "ray":
+            # A worker materialises the commit it is sent, never the folder's other files.
+            raise ConfigError(
+                f"{campaign.display_path()}: key 'executor.kind': a Ray worker measures the "
+                "commit's files only, never the holdout's, so [holdout] needs kind = "
+                '"local"; set it, or remove [holdout].'
+            )
+        if own.command is None and cfg.metric.command is None:
+            raise ConfigError(
+                f"{campaign.display_path()}: key 'holdout.command' is needed here: without it "
+                "the holdout runs the metric's command, and [metric] has none (the judge "
+                "scores it); set holdout.command."
+            )
+        if own.command is not None:
+            self.spec = CommandSpec(
+                own.command,
+                own.timeout,
+                own.pattern,
+                file=own.file,
+                key=own.key,
+                name=own.name,
+                limits=limits,
+            )
+        elif own.pattern or own.file or own.name:
+            self.spec = replace(
+                evaluator.metric, pattern=own.pattern, file=own.file, key=own.key, name=own.name
+            )
+        else:
+            self.spec = evaluator.metric  # the very metric run: its number read as the metric's
         self.samples: dict[str, list[float]] = {}  # holdout samples per commit
         self.files = self._take(start)
         self.digests = {rel: sha256_file(self.snapshot / rel) for rel in self.files}
+        # Where each holdout file goes in the measurement folder: over the file it stands in
+        # for, or (files not mapped) at its own path.
+        self.places = {own.in_place_of.get(rel, rel): rel for rel in self.files}
+
+    def warnings(self) -> list[str]:
+        """What lets a candidate tell a holdout run from a metric run, in this config."""
+        out = []
+        metric = self.campaign.config.metric.command
+        if self.config.command is not None and self.config.command != metric:
+            out.append(COMMAND_GIVES_AWAY)
+        alone = [rel for rel in self.files if rel not in self.config.in_place_of]
+        if alone:
+            out.append(files_give_away(alone[0]))
+        return out
 
     # -- setup --------------------------------------------------------------------------
 
@@ -73,7 +154,7 @@ class Holdout:
         """Copy the holdout files out of the checkout; refuse any the campaign commits."""
         root = self.campaign.root
         source = self.campaign.display_path()
-        matcher = PathMatcher(self.config.files)
+        matcher = PathMatcher([*self.config.files, *self.config.in_place_of])
         scope = PathMatcher(self.campaign.config.scope)
         tracked = subprocess.run(
             ["git", "-C", str(root), "ls-tree", "-r", "--name-only", start],
@@ -93,6 +174,20 @@ class Holdout:
                 raise ConfigError(
                     f"{source}: key 'holdout.files': {rel} is committed, so the proposer would "
                     "see it; keep holdout files untracked (list them in .gitignore)."
+                )
+        # ... or was, once: the proposer's git reads the history of the start commit.
+        history = subprocess.run(
+            ["git", "-C", str(root), "log", "--format=", "--name-only", "--no-renames", start],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.splitlines()
+        for rel in dict.fromkeys(history):
+            if rel and matcher.matches(rel):
+                raise ConfigError(
+                    f"{source}: key 'holdout.files': {rel} was committed in the history of "
+                    f"{start[:12]}, which the proposer reads (git log -p); use holdout data "
+                    "that was never committed, or start from history without it."
                 )
         untracked = subprocess.run(
             ["git", "-C", str(root), "ls-files", "--others", "-z"],
@@ -129,6 +224,20 @@ class Holdout:
                 f"{source}: key 'holdout.files' matches no file in {root}; add the holdout "
                 "data or fix the globs."
             )
+        committed = set(tracked)
+        shares = PathMatcher(self.campaign.config.share)
+        for rel, place in self.config.in_place_of.items():
+            if rel not in found:
+                raise ConfigError(
+                    f"{source}: key 'holdout.in_place_of': {rel} is not an untracked file in "
+                    f"{root}; add the holdout data there (listed in .gitignore)."
+                )
+            if place not in committed or shares.matches(place):
+                raise ConfigError(
+                    f"{source}: key 'holdout.in_place_of': {place} is not a file of the "
+                    "campaign's commits; name the committed data file the metric reads, "
+                    "which the holdout's bytes replace for the holdout run."
+                )
         shutil.rmtree(self.snapshot, ignore_errors=True)
         for rel in found:
             target = self.snapshot / rel
@@ -169,47 +278,60 @@ class Holdout:
 
     # -- measuring ----------------------------------------------------------------------
 
-    def measure(self, iteration: int, commit: str, label: str) -> tuple[list[float], str, float]:
-        """Holdout samples of `commit`; an empty list and why when a run failed."""
-        count = self.evaluator.rule.baseline_samples
-        tree, logs = self.evaluator.tree, self.evaluator.logs
+    def check_with(self, evaluator: Evaluator) -> HoldoutCheck:
+        """The check, its runs made by `evaluator`: a slot's, so that they run in the very
+        folder, TMPDIR and environment of that slot's metric runs."""
+
+        def check(
+            iteration: int, commit: str, incumbent: str
+        ) -> tuple[str | None, dict[str, Any] | None, float]:
+            return self.check(iteration, commit, incumbent, evaluator)
+
+        return check
+
+    def measure(
+        self, iteration: int, commit: str, label: str, evaluator: Evaluator | None = None
+    ) -> tuple[list[float], str, float]:
+        """Holdout samples of `commit`; an empty list and why when a run failed (`FAILED`,
+        never what it printed)."""
+        runner = evaluator or self.evaluator
+        count = runner.rule.baseline_samples
+        swap = Swap(
+            {place: self.snapshot / rel for place, rel in self.places.items()},
+            {place: self.digests[rel] for place, rel in self.places.items()},
+        )
         values: list[float] = []
         seconds = 0.0
         for k in range(count):
-            self.evaluator.phase("holdout", iteration, sample=k + 1, samples=count)
-            tree.show(commit)
-            tampered = self.evaluator.fingerprint.changed(self.campaign, tree.path)
+            runner.phase("holdout", iteration, sample=k + 1, samples=count)
             changed = [r for r in self.files if sha256_file(self.snapshot / r) != self.digests[r]]
-            if tampered or changed:
-                return [], f"{TAMPERED}{tampered or changed[0]} changed during the campaign", 0
-            for rel in self.files:
-                # Into the measurement folder only: a link the last run planted on the way
-                # (to the checkout, to the workspace) is removed, never written through.
-                write_file(real_parents(tree.path, rel), (self.snapshot / rel).read_bytes())
-            stem = logs / f"{iteration:04d}-holdout-{label}-{k + 1}"
-            result = self.evaluator.executor.run(
-                self.spec, workspace=tree.path, env=self.evaluator.env(iteration), log_stem=stem
-            )
-            seconds += result.seconds
-            tree.settle()
-            if not result.ok or result.value is None:
-                return [], f"holdout {result.reason}", seconds
-            values.append(result.value)
+            if changed:
+                return [], f"{TAMPERED}{changed[0]} changed during the campaign", seconds
+            stem = f"{iteration:04d}-holdout-{label}-{k + 1}"
+            # The metric's spec as the runner knows it: a slot's evaluator has its own.
+            spec = runner.metric if self.spec is self.evaluator.metric else self.spec
+            out = runner.measure_swapped(spec, commit, iteration, stem, swap)
+            seconds += out.seconds
+            if out.failure is Status.TAMPERED:
+                return [], f"{TAMPERED}{out.reason}", seconds
+            if not out.samples:
+                return [], FAILED, seconds
+            values.extend(out.samples)
         return values, "", seconds
 
     def check(
-        self, iteration: int, commit: str, incumbent: str
+        self, iteration: int, commit: str, incumbent: str, evaluator: Evaluator | None = None
     ) -> tuple[str | None, dict[str, Any] | None, float]:
         """(why the holdout contradicts the keep or None, the record's `holdout`, seconds)."""
         seconds = 0.0
         fresh: list[float] = []
         if incumbent not in self.samples:
-            fresh, problem, spent = self.measure(iteration, incumbent, "incumbent")
+            fresh, problem, spent = self.measure(iteration, incumbent, "incumbent", evaluator)
             seconds += spent
             if not fresh:
                 return problem, {"error": problem}, seconds
             self.samples[incumbent] = fresh
-        samples, problem, spent = self.measure(iteration, commit, "candidate")
+        samples, problem, spent = self.measure(iteration, commit, "candidate", evaluator)
         seconds += spent
         if not samples:
             return problem, {"error": problem}, seconds
@@ -243,16 +365,17 @@ class Holdout:
             )
         return None, record, seconds
 
-    def final(self, best: str, baseline: str) -> dict[str, Any] | None:
+    def final(self, best: str, baseline: str, iteration: int = 0) -> dict[str, Any] | None:
         """The holdout on the final best against the baseline, for state.json and the
-        report; None when nothing was kept or a run failed."""
+        report; None when nothing was kept or a run failed. `iteration` is the last
+        attempt's, which the runs are told as a metric run of it would be."""
         if best == baseline:
             return None
-        samples, _, _ = self.measure(0, best, "final")
+        samples, _, _ = self.measure(iteration, best, "final")
         if not samples:
             return None
         if baseline not in self.samples:
-            base, _, _ = self.measure(0, baseline, "baseline")
+            base, _, _ = self.measure(iteration, baseline, "baseline")
             if not base:
                 return None
             self.samples[baseline] = base

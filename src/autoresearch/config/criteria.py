@@ -146,9 +146,14 @@ class SimplicityConfig(_Table):
 
 class HoldoutConfig(_Table):
     """`[holdout]`: a second measurement the proposer never sees, run on a candidate about
-    to be kept and on the final best. Its files live only in the user's checkout."""
+    to be kept and on the final best. Its files live only in the user's checkout.
 
-    command: str = Field(min_length=1)
+    `in_place_of` maps each holdout file to the file of the commit it stands in for (the
+    metric's data): the holdout run is then the metric's run on other bytes at the same
+    paths. Without `command` the metric's command (and how its number is read) runs."""
+
+    command: str | None = Field(default=None, min_length=1)
+    in_place_of: dict[str, str] = Field(default_factory=dict)
     pattern: str | None = None
     file: str | None = None
     key: str | None = None
@@ -170,6 +175,23 @@ class HoldoutConfig(_Table):
                 raise ValueError(f"'files': {pattern!r} {problem}")
             if pattern.startswith("/") or ".." in pattern.split("/"):
                 raise ValueError(f"'files': {pattern!r} must be relative to the repository")
+        for source, target in self.in_place_of.items():
+            for path in (source, target):
+                if (
+                    not path
+                    or path.startswith("/")
+                    or ".." in path.split("/")
+                    or path.endswith("/")
+                    or any(ch in path for ch in "*?[")
+                ):
+                    raise ValueError(
+                        f"'in_place_of': {path!r} must be one file's path, relative to the "
+                        "repository"
+                    )
+        targets = list(self.in_place_of.values())
+        for target in targets:
+            if targets.count(target) > 1:
+                raise ValueError(f"'in_place_of': {target!r} is replaced twice; name it once")
         parse_tolerance(self.min_delta)
         return self
 

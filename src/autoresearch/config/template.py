@@ -14,7 +14,7 @@ from autoresearch.gitcmd import workspace_files
 TEMPLATE = """\
 # autoresearch campaign: an agent proposes one change at a time, the metric command
 # measures it, and the change is kept only if the number really got better.
-# Every key is described in the Configuration section of the autoresearch README.
+# Every key is described in the configuration reference (docs/configuration.md).
 # The campaign starts from your last commit, but this file is read as it is on disk:
 # commit it with the code so that the two stay together.
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch.attempt import AttemptRecord, Status
+from autoresearch.checks.holdout import Holdout
 from autoresearch.config import Campaign
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.engine.procedure import Place, Ran, Task, run_attempt
@@ -28,11 +29,11 @@ from autoresearch.engine.recording import Steps, in_flight_record
 from autoresearch.engine.startup import LOST_REASON, utc_now
 from autoresearch.errors import ConfigError
 from autoresearch.events import Listener, PhaseChanged
-from autoresearch.executors import Executor, LocalExecutor
+from autoresearch.executors import CommandSpec, Executor, LocalExecutor
 from autoresearch.executors.base import executor_setup
 from autoresearch.executors.local import leftover_warning
 from autoresearch.isolation.process import ChildRecord
-from autoresearch.measure.evaluation import Evaluation, Evaluator
+from autoresearch.measure.evaluation import Evaluation, Evaluator, Swap
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.proposers import create_proposer, proposer_confinement
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
@@ -100,7 +101,10 @@ class Inline(Runner):
 
     def assign(self, place: Place, task: Task) -> None:
         super().assign(place, task)
-        self.state.update(in_flight=task.iteration, in_flight_record=None)
+        # Written with the attempt's first phase, which follows at once, and not fsynced:
+        # what a power cut may lose here is an attempt that has no commit yet; the
+        # committed candidate (`_known`) is the attempt's one durable state write.
+        self.state.stage(in_flight=task.iteration, in_flight_record=None)
 
     def _known(self, record: AttemptRecord) -> None:
         self.state.update(in_flight=record.iteration, in_flight_record=record.to_json())
@@ -112,9 +116,9 @@ class Inline(Runner):
 
     def ended(self, place: Place) -> None:
         super().ended(place)
-        # Not fsynced: the ledger already holds the attempt, and a resume ignores an
-        # in-flight number it has a record for.
-        self.state.update(durable=False, in_flight=None)
+        # Nothing written: the ledger already holds the attempt, a resume ignores an
+        # in-flight number it has a record for, and the next `assign` (or the end of the
+        # run) replaces it.
 
 
 # -- what the slots share ------------------------------------------------------------------
@@ -207,6 +211,12 @@ class SlotEvaluator(Evaluator):
         with self._turn():
             return super().run_guard(iteration, commit)
 
+    def measure_swapped(
+        self, spec: CommandSpec, commit: str, iteration: int, stem: str, swap: Swap
+    ) -> Evaluation:
+        with self._turn():
+            return super().measure_swapped(spec, commit, iteration, stem, swap)
+
     @contextmanager
     def _turn(self) -> Iterator[None]:
         self.phase("waiting", None)
@@ -277,6 +287,7 @@ class Parts:
     own_proposer: bool  # the engine made its proposer from the config: one per slot
     state: StateFile
     on_event: Listener
+    holdout: Holdout | None  # its runs in each slot's folder, as that slot's metric runs
 
 
 class Slots(Runner):
@@ -349,12 +360,13 @@ class Slots(Runner):
         place.evaluator = evaluator
         place.proposer = self.shared or self._proposer(slot)
         workspace = place.workspace
-        holdout = engine.place.review.holdout
+        holdout = engine.holdout
         place.review = replace(
             engine.place.review,
             evaluator=evaluator,
             numstat=lambda a, b: workspace.git.run("diff", "--numstat", "--no-renames", a, b),
-            holdout=None if holdout is None else self._serial(holdout),
+            # In the slot's own folder, as its metric runs: nothing tells the two apart.
+            holdout=None if holdout is None else self._serial(holdout.check_with(evaluator)),
         )
         place.rules = replace(engine.place.rules, escapes=workspace.escapes)
         place.phase = self._phase(slot)

@@ -40,7 +40,7 @@ _KEYRING_CALLS: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
         (_ARCH_ARM, (309, 310, 311)),
     ),
 }
-# What `check` and the README list as closed: the calls by name.
+# What `check` and the safety page list as closed: the calls by name.
 CLOSED_CALLS = ("add_key", "request_key", "keyctl")
 
 # <linux/filter.h>, <linux/seccomp.h>

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoresearch.attempt import AttemptRecord, Status, num
+from autoresearch.attempt import AttemptRecord, Status, num, without_holdout
 from autoresearch.isolation.owned import write_text
 
 MEMORY_FILE = "memory.md"
@@ -99,7 +99,8 @@ def failed(records: Sequence[AttemptRecord]) -> list[str]:
             )
         elif not r.status.failed_or_refused:
             continue
-        why = f": {_one_line(r.reason)}" if r.reason else ""
+        reason = without_holdout(r).reason
+        why = f": {_one_line(reason)}" if reason else ""
         what = _one_line(r.description or "", 120) or _files(r)
         out.append(f"- #{r.iteration} {status}, {_files(r)} ({what}){why}{_idea(r)}")
     return out

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Status, num
+from autoresearch.attempt import AttemptRecord, Status, num, without_holdout
 from autoresearch.config import Campaign
 from autoresearch.isolation.owned import write_text
 from autoresearch.learning.guidance import Guidance
@@ -105,7 +105,7 @@ def history_notes(records: Sequence[AttemptRecord]) -> list[AttemptNote]:
             reason=r.reason or "",
             diffstat=r.diffstat or "",
         )
-        for r in records
+        for r in map(without_holdout, records)
     ]
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import shutil
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from autoresearch.config import Campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.executors import CommandSpec, Executor, Measurement, metric_spec
 from autoresearch.isolation import machine
+from autoresearch.isolation.owned import open_own, real_parents
 from autoresearch.isolation.process import Limits
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.measure.judge import Judge
@@ -42,6 +45,16 @@ from autoresearch.stats.sample_book import SampleBook
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Files put in the measurement folder for one run: by the folder's path, the file
+    whose bytes go there, and those bytes' SHA-256 (what the harness check expects of a
+    harness file the swap replaces)."""
+
+    files: Mapping[str, Path]
+    digests: Mapping[str, str]
 
 
 @dataclass
@@ -73,9 +86,26 @@ GUARD_LINES = 5  # of a failed guard's output, in the attempt's reason
 TAIL_BYTES = 16384
 
 
-def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
-    """The non-empty lines at the end of each log, in turn (right-stripped). Bounded: only
-    the last `tail_bytes` of each are read; a log that cannot be read is skipped."""
+def passed_values(pass_env: Iterable[str]) -> tuple[str, ...]:
+    """The values of the `[sandbox] pass_env` names: the metric and guard see them, the
+    proposer never does, so no text that reaches it may carry them."""
+    values = (os.environ.get(name, "") for name in pass_env)
+    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
+
+
+def redact(text: str, hide: Iterable[str]) -> str:
+    for value in hide:
+        text = text.replace(value, "[a pass_env value]")
+    return text
+
+
+def log_tail(
+    paths: Iterable[Path], tail_bytes: int = TAIL_BYTES, hide: Iterable[str] = ()
+) -> list[str]:
+    """The non-empty lines at the end of each log, in turn (right-stripped), without the
+    values in `hide`. Bounded: only the last `tail_bytes` of each are read; a log that
+    cannot be read is skipped."""
+    hide = tuple(hide)
     lines: list[str] = []
     for path in paths:
         try:
@@ -85,15 +115,68 @@ def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
                 text = handle.read().decode("utf-8", errors="replace")
         except OSError:
             continue
-        lines += [line.rstrip() for line in text.splitlines() if line.strip()]
+        lines += [redact(line.rstrip(), hide) for line in text.splitlines() if line.strip()]
     return lines
 
 
-def last_lines(*paths: Path) -> str:
-    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
-    failing tests' names, usually."""
-    shown = [line.strip()[:200] for line in log_tail(paths)[-GUARD_LINES:]]
+def last_lines(*paths: Path, hide: Iterable[str] = ()) -> str:
+    """What a failed guard says failed (stdout first, then stderr): pytest's short test
+    summary lines, else the last meaningful lines; never separator rows, nor the values in
+    `hide`."""
+    shown = failure_lines(log_tail(paths, hide=hide))
     return ("; last lines: " + " | ".join(shown)) if shown else ""
+
+
+LINE_CHARS = 300
+# A row drawn with one character repeated, with or without a title: `====`, `!!!! x !!!!`.
+_RULE = re.compile(r"^([=\-!_*#~+.<>])\1{3,}\s*(.*?)\s*(?:\1{3,})?$")
+# Rows that only announce what follows.
+_HEADINGS = {"short test summary info", "FAILURES", "ERRORS", "warnings summary"}
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
+
+
+def failure_lines(lines: list[str], count: int = GUARD_LINES) -> list[str]:
+    """The lines of a failed command's output worth a person's reading: pytest's `FAILED
+    path::test - message` lines (the message taken whole from the failure's `E` line when
+    pytest cut it to the terminal's width) and its tally, or else the last lines that are
+    not separator rows."""
+    kept: list[str] = []
+    for line in (text.strip() for text in lines):
+        rule = _RULE.match(line)
+        if rule is not None:
+            line = rule.group(2).strip()
+            # A test's section header (`____ test_y ____`) and pytest's own headings
+            # announce what follows; a titled row's title (the tally) is kept.
+            if not line or rule.group(1) == "_" or line in _HEADINGS:
+                continue
+            if line.startswith("test session starts"):
+                continue
+        kept.append(line)
+    failed = [line for line in kept if _SUMMARY.match(line)]
+    if not failed:
+        return [line[:LINE_CHARS] for line in kept[-count:]]
+    tally = [line for line in kept if re.search(r"\b\d+ (failed|errors?)\b", line)]
+    shown = [_whole(line, lines) for line in failed[:count]]
+    if len(failed) > count:
+        shown.append(f"... and {len(failed) - count} more failed")
+    return [line[:LINE_CHARS] for line in shown + tally[-1:]]
+
+
+def _whole(summary: str, lines: list[str]) -> str:
+    """A pytest summary line whose message was cut ("- AssertionError: asse...") with the
+    message taken from the first `E` line of that test's section, when it is in the tail."""
+    match = _SUMMARY.match(summary)
+    if match is None or not (match.group(3) or "").endswith("..."):
+        return summary
+    test = match.group(2).rsplit("::", 1)[-1]
+    inside = False
+    for line in lines:
+        text = line.strip()
+        if text.startswith("_") and text.strip("_ ") in (test, match.group(2)):
+            inside = True
+        elif inside and text.startswith("E "):
+            return f"{match.group(1)} {match.group(2)} - {text[1:].strip()}"
+    return summary
 
 
 SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
@@ -166,8 +249,15 @@ class Evaluator:
             if cfg.guard
             else None
         )
+        # What the metric and guard see that the proposer must not: kept out of reasons.
+        self.hide = passed_values(sandbox.pass_env)
         # The samples of every version of the code: the pooled noise, the reference.
         self.book = SampleBook(cfg.decision.to_rule(), self.direction)
+        # The metric's data files a holdout stands in for (`[holdout] in_place_of`): put in
+        # place before every run, so a metric run and a holdout run find them alike.
+        self.in_place: tuple[str, ...] = (
+            tuple(cfg.holdout.in_place_of.values()) if cfg.holdout else ()
+        )
 
     def decision_text(self) -> str:
         """What decides, and why (`rule = "auto"` names what it chose from the baseline)."""
@@ -242,10 +332,35 @@ class Evaluator:
 
     # -- single runs --------------------------------------------------------------------
 
+    def _put_in_place(self, swap: Swap | None) -> None:
+        """The data a run reads, as every run finds it: a holdout's bytes written over the
+        commit's file (the same file, its mode and modification time kept), and for every
+        run the change time of the files a holdout stands in for made now, so that neither
+        the times nor the inode tell a holdout run from a metric run."""
+        files = swap.files if swap is not None else {}
+        for rel in dict.fromkeys([*self.in_place, *files]):
+            target = real_parents(self.tree.path, rel)
+            try:
+                before: os.stat_result | None = os.lstat(target)
+            except FileNotFoundError:
+                before = None
+            if rel in files:
+                with open(files[rel], "rb") as source, open_own(target) as into:
+                    shutil.copyfileobj(source, into)
+            if before is not None and stat.S_ISREG(before.st_mode):
+                os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns), follow_symlinks=False)
+
     def _run(
-        self, spec: CommandSpec, commit: str, iteration: int, stem: str, out: Evaluation
+        self,
+        spec: CommandSpec,
+        commit: str,
+        iteration: int,
+        stem: str,
+        out: Evaluation,
+        swap: Swap | None = None,
     ) -> float | None:
-        """One run on `commit`; None (and `out.failure`) when it fails.
+        """One run on `commit`; None (and `out.failure`) when it fails. With `swap` (the
+        holdout), its files stand in the folder for the run.
 
         The harness is verified before and after the run: a judge edited while it ran is
         caught, not silently restored with the rest of what the run wrote.
@@ -257,9 +372,13 @@ class Evaluator:
             return None
         if self.judge is not None and spec is self.metric:
             return self._judge(stem, out)
-        result = self._execute(spec, iteration, stem)
+        expect = swap.digests if swap is not None else {}
+        measuring = spec is self.metric or swap is not None
+        self._put_in_place(swap)
+        around = self.fingerprint.around(self.campaign, self.tree.path)
+        result = self._execute(spec, iteration, stem, measuring)
         if result.signal is not None and not self.fingerprint.changed(
-            self.campaign, self.tree.path
+            self.campaign, self.tree.path, expect
         ):
             # Ended from outside the engine (an OOM killer, another process's kill): not
             # the candidate's doing. Made once more from the commit's files; a second such
@@ -268,36 +387,51 @@ class Evaluator:
             out.runs += 1
             self.tree.settle()
             self.tree.show(commit)
-            result = self._execute(spec, iteration, f"{stem}-again")
-        if spec is self.metric:
+            self._put_in_place(swap)
+            result = self._execute(spec, iteration, f"{stem}-again", measuring)
+        if spec is self.metric and swap is None:
             machine.record(self.campaign.state_dir, run=stem, value=result.value, **result.hygiene)
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
-        tampered = self.fingerprint.changed(self.campaign, self.tree.path)
-        value = result.value if is_metric else 0.0
+        tampered = self.fingerprint.changed(
+            self.campaign, self.tree.path, expect
+        ) or self.fingerprint.joined(self.campaign, self.tree.path, around)
+        value = result.value if measuring else 0.0
         if not tampered and result.ok and is_metric and self.readings:
             # Read before the folder is cleaned: the files the run wrote go with it.
             value = self._readings(result.stdout_path, spec.timeout, value, out)
         self.tree.settle()
         if tampered:
             out.failure = Status.TAMPERED
-            out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
+            what = "metric" if is_metric else "guard"
+            verb = "appeared" if tampered not in self.fingerprint.files else "changed"
+            if tampered == self.campaign.display_path():
+                verb = "changed"
+            out.reason = f"{tampered} {verb} while the {what} ran"
             return None
         if result.signal is not None:
             out.failure = Status.INTERRUPTED
             out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}, twice"
+            out.reason = redact(out.reason, self.hide)
+            return None
+        if result.outcome == Status.TAMPERED:  # seen where it ran (a Ray worker)
+            out.failure, out.reason = Status.TAMPERED, result.reason
             return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
-            out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}"
+            out.reason = redact(f"{'metric' if is_metric else 'guard'} {result.reason}", self.hide)
             if not is_metric and out.failure is Status.CRASH:
-                out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
+                out.reason += last_lines(
+                    result.stdout_path, self.logs / f"{stem}.err", hide=self.hide
+                )
             return None
         return value
 
-    def _execute(self, spec: CommandSpec, iteration: int, stem: str) -> Measurement:
-        with machine.exclusive(spec is self.metric and self.campaign.config.metric.exclusive):
+    def _execute(
+        self, spec: CommandSpec, iteration: int, stem: str, measuring: bool
+    ) -> Measurement:
+        with machine.exclusive(measuring and self.campaign.config.metric.exclusive):
             # The harness read-only where it runs: a candidate cannot swap a harness file
             # and write the original back before the fingerprint is checked again.
             protected = replace(spec, protected=tuple(self.fingerprint.files))
@@ -317,7 +451,7 @@ class Evaluator:
             if self.readings.score is not None:
                 value = self.readings.composite(values)
         except MetricParseError as exc:
-            out.failure, out.reason = Status.CRASH, f"metric {exc}"
+            out.failure, out.reason = Status.CRASH, redact(f"metric {exc}", self.hide)
             return None
         out.last = values
         return value
@@ -400,6 +534,18 @@ class Evaluator:
     def measure_once(self, commit: str, stem: str, out: Evaluation) -> float | None:
         """One metric run of `commit` outside any comparison (`confirm`, `compare`)."""
         return self._run(self.metric, commit, 0, stem, out)
+
+    def measure_swapped(
+        self, spec: CommandSpec, commit: str, iteration: int, stem: str, swap: Swap
+    ) -> Evaluation:
+        """One run of `spec` on `commit` with `swap`'s files in place (the holdout's): the
+        same folder, environment, sandbox and harness protection as a metric run."""
+        out = Evaluation()
+        value = self._run(spec, commit, iteration, stem, out, swap)
+        if value is not None:
+            out.samples.append(value)
+        out.last.clear()
+        return out
 
     def run_guard(self, iteration: int, commit: str) -> Evaluation:
         """Run the guard on `commit`."""

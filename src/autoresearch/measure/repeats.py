@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from autoresearch.attempt import AttemptRecord, Screened, Status, num
+from autoresearch.attempt import AttemptRecord, Screened, Status, num, without_holdout
 from autoresearch.gitcmd import Git
 
 # Trees of commits, looked up in one git call: commit -> tree, missing commits left out.
@@ -164,5 +164,5 @@ def repeated_failure(records: Sequence[AttemptRecord], limit: int) -> str | None
     if len(signatures) != 1 or None in signatures:
         return None
     last = recent[-1]
-    reason = (last.reason or "").strip()
+    reason = (without_holdout(last).reason or "").strip()
     return f"{last.status}" + (f": {reason[:300]}" if reason else "")

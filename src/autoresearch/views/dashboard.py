@@ -5,19 +5,33 @@ The page polls three JSON endpoints and redraws itself: /api/status (the summary
 and only for a `Host` that names the address the server is bound to: a web page from
 elsewhere that rebinds its own DNS name to 127.0.0.1 gets nothing (DNS rebinding). Idle
 connections are closed after `IDLE_SECONDS`. Polling never takes the engine's lock.
+
+Every request must also carry the server's token: a secret made at each start, printed to
+the user in the page's address (`/?token=...`) and kept in `dashboard.token` of the
+campaign's folder, which every sandbox hides (anything else on the machine's loopback, a
+candidate's code or the proposer included, cannot read it). The page keeps it in a cookie
+of its own port (HttpOnly, SameSite=Strict) and sends it with its fetches; it is compared
+in constant time. Without it the answer is 401 and no data. The attempts are served without
+their holdout numbers (`attempt.without_holdout`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import html as markup
 import ipaddress
 import json
+import os
 import re
+import secrets
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, quote
 
-from autoresearch.attempt import Status
+from autoresearch.attempt import Status, without_holdout
 from autoresearch.errors import AutoresearchError
 from autoresearch.store.ledger import Ledger, stored_object
 from autoresearch.store.results import diff as attempt_diff
@@ -50,6 +64,12 @@ PROPERTIES = (
 
 IDLE_SECONDS = 15.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+TOKEN_FILE = "dashboard.token"
+TOKEN_REFUSED = (
+    b"this dashboard answers only with its token: open the address `autoresearch dashboard` "
+    b"printed (it ends in ?token=...), or read the token from .autoresearch/<name>/"
+    b"dashboard.token\n"
+)
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>/*TITLE*/</title>
@@ -116,15 +136,23 @@ function drawChart(records) {
     svg.appendChild(c);
   }
 }
+// The token came in the address; it is kept here (and in the server's cookie) and taken
+// out of the address bar, so that a copied link or a screenshot does not carry it.
+const TOKEN = new URLSearchParams(location.search).get("token");
+if (TOKEN) history.replaceState(null, "", location.pathname);
+function api(path) {
+  return fetch(path + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : ""),
+               {credentials: "same-origin"});
+}
 async function showDiff(n) {
-  const res = await fetch("api/diff/" + n);
+  const res = await api("api/diff/" + n);
   document.getElementById("diff-title").textContent = "Attempt " + n;
   document.getElementById("diff").textContent = await res.text();
 }
 async function refresh() {
   try {
     const [status, records] = await Promise.all([
-      fetch("api/status").then(r => r.json()), fetch("api/attempts").then(r => r.json())]);
+      api("api/status").then(r => r.json()), api("api/attempts").then(r => r.json())]);
     document.getElementById("title").textContent = "autoresearch: " + status.name;
     document.title = "autoresearch: " + status.name;
     const state = status.running ? "running (" + status.phase + ")"
@@ -151,8 +179,7 @@ async function refresh() {
       const extra = Object.entries(r.metrics || {})
         .filter(([, m]) => m && m.value !== undefined)
         .map(([n, m]) => n + "=" + fmt(m.value)).join(" ");
-      const holdout = r.holdout ? " holdout " + fmt(r.holdout.value) : "";
-      const text = (r.description || "") + (extra ? " {" + extra + "}" : "") + holdout;
+      const text = (r.description || "") + (extra ? " {" + extra + "}" : "");
       for (const v of [r.iteration, r.status, fmt(r.metric), fmt(r.delta), text]) {
         const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
       }
@@ -246,10 +273,64 @@ def host_allowed(header: str | None, allowed: set[str] | None, port: int) -> boo
     return _is_ip(match.group(1))
 
 
+def token_matches(given: str | None, token: str) -> bool:
+    """Whether a request's token is the server's, in time that does not depend on how much
+    of it was right."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
+
+
+def write_token(state_dir: Path, token: str) -> Path:
+    """The token in the campaign's folder, readable by the user only; a link planted at its
+    path is replaced, never written through."""
+    path = state_dir / TOKEN_FILE
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fresh = state_dir / f".{TOKEN_FILE}.{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(fresh)
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    os.replace(fresh, path)
+    return path
+
+
+class DashboardServer(ThreadingHTTPServer):
+    """The dashboard's HTTP server, with its token and the file that keeps it."""
+
+    token: str = ""
+    token_file: Path | None = None
+
+    def url(self) -> str:
+        """The page's address with the token, as the user is given it."""
+        host, port = str(self.server_address[0]), int(self.server_address[1])
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/?token={quote(self.token)}"
+
+    def server_close(self) -> None:
+        super().server_close()
+        path = self.token_file
+        if path is not None:
+            # Only while it is still this server's: a dashboard started since keeps its own.
+            with contextlib.suppress(OSError):
+                if path.read_text().strip() == self.token:
+                    path.unlink()
+            self.token_file = None
+
+
 def make_server(
-    root: Path, state_dir: Path, host: str, port: int, name: str | None = None
-) -> ThreadingHTTPServer:
+    root: Path,
+    state_dir: Path,
+    host: str,
+    port: int,
+    name: str | None = None,
+    token: str | None = None,
+) -> DashboardServer:
+    """The dashboard of the campaign in `state_dir`, listening on host:port; its token is
+    `token` or a fresh secret, written to `dashboard.token` in `state_dir`."""
     title = name or state_dir.name
+    secret = token or secrets.token_urlsafe(32)
 
     class Handler(BaseHTTPRequestHandler):
         timeout = IDLE_SECONDS  # a connection that says nothing is closed
@@ -264,8 +345,37 @@ def make_server(
             self._send(421, b"unknown host\n", "text/plain; charset=utf-8")
             return False
 
-        def _send(self, status: int, body: bytes, kind: str) -> None:
+        def _cookie_name(self) -> str:
+            # Cookies do not tell ports apart: each dashboard's is named for its own.
+            return f"autoresearch_token_{int(self.server.server_address[1])}"  # type: ignore[index]
+
+        def _given(self) -> tuple[str | None, bool]:
+            """The request's token, and whether it came in the address (then the page's
+            answer sets the cookie)."""
+            query = parse_qs(self.path.partition("?")[2]).get("token")
+            if query:
+                return query[0], True
+            header = self.headers.get("Authorization") or ""
+            if header.startswith("Bearer "):
+                return header.removeprefix("Bearer ").strip(), False
+            try:
+                cookie = SimpleCookie(self.headers.get("Cookie") or "")
+            except CookieError:
+                return None, False
+            morsel = cookie.get(self._cookie_name())
+            return (morsel.value if morsel is not None else None), False
+
+        def _token_ok(self) -> bool:
+            given, _ = self._given()
+            if token_matches(given, secret):
+                return True
+            self._send(401, TOKEN_REFUSED, "text/plain; charset=utf-8")
+            return False
+
+        def _send(self, status: int, body: bytes, kind: str, cookie: str | None = None) -> None:
             self.send_response(status)
+            if cookie is not None:
+                self.send_header("Set-Cookie", cookie)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
@@ -278,16 +388,23 @@ def make_server(
         html = page(title).encode()
 
         def do_GET(self) -> None:
-            if not self._host_ok():
+            if not self._host_ok() or not self._token_ok():
                 return
             path = self.path.split("?", 1)[0]
             try:
                 if path in ("/", "/index.html"):
-                    self._send(200, self.html, "text/html; charset=utf-8")
+                    _, in_address = self._given()
+                    cookie = (
+                        f"{self._cookie_name()}={secret}; Path=/; HttpOnly; SameSite=Strict"
+                        if in_address
+                        else None
+                    )
+                    self._send(200, self.html, "text/html; charset=utf-8", cookie)
                 elif path == "/api/status":
                     self._json(campaign_status(state_dir))
                 elif path == "/api/attempts":
-                    self._json([stored_object(r) for r in Ledger(state_dir).read()])
+                    shown = [stored_object(without_holdout(r)) for r in Ledger(state_dir).read()]
+                    self._json(shown)
                 elif match := re.fullmatch(r"/api/diff/(\d+)", path):
                     records = {r.iteration: r for r in Ledger(state_dir).read()}
                     record = records.get(int(match.group(1)))
@@ -303,9 +420,16 @@ def make_server(
                 self._json({"error": str(exc)}, status=503)
 
         def _refuse(self) -> None:
-            if self._host_ok():
+            if self._host_ok() and self._token_ok():
                 self._send(405, b"read-only\n", "text/plain; charset=utf-8")
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
 
-    return ThreadingHTTPServer((host, port), Handler)
+    server = DashboardServer((host, port), Handler)
+    server.token = secret
+    try:
+        server.token_file = write_token(state_dir, secret)
+    except OSError:
+        server.server_close()
+        raise
+    return server
