@@ -194,9 +194,33 @@ def without_holdout(record: AttemptRecord) -> AttemptRecord:
     return replace(record, holdout=None, reason=reason)
 
 
-def num(value: float | None) -> str:
-    """A metric value as every view and message writes it."""
-    return "-" if value is None else f"{value:.6g}"
+def num(value: float | None, noise: float | None = None) -> str:
+    """A metric value as every view and message writes it: to the two significant digits
+    of its noise when that is known (a digit below the noise says nothing), else to six
+    significant digits; never more than six."""
+    if value is None:
+        return "-"
+    if noise is None or not math.isfinite(noise) or noise <= 0 or not math.isfinite(value):
+        return f"{value:.6g}"
+    decimals = 1 - math.floor(math.log10(noise))
+    magnitude = math.floor(math.log10(abs(value))) + 1 if value else 1
+    if magnitude + decimals > 6:
+        return f"{value:.6g}"
+    if decimals >= 0:
+        return f"{value:.{decimals}f}"
+    return f"{round(value, decimals):.0f}"
+
+
+def rounded(value: Any) -> Any:
+    """Floats in a value (lists and tables included) to six significant digits, for text a
+    person reads; JSON output keeps full precision."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True)

@@ -159,9 +159,14 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     repo = fake_campaign(tmp_path)
     server = dashboard.make_server(repo, repo / ".autoresearch/toy", "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    TOKENS[int(server.server_address[1])] = server.token
     yield int(server.server_address[1])
     server.shutdown()
     server.server_close()
+
+
+# Each served dashboard's token, by port: these requests are the user's, who has it.
+TOKENS: dict[int, str] = {}
 
 
 def request(port: int, path: str, host: str | None) -> tuple[int, bytes]:
@@ -169,6 +174,8 @@ def request(port: int, path: str, host: str | None) -> tuple[int, bytes]:
     conn.putrequest("GET", path, skip_host=True)
     if host is not None:
         conn.putheader("Host", host)
+    if port in TOKENS:
+        conn.putheader("Authorization", f"Bearer {TOKENS[port]}")
     conn.endheaders()
     response = conn.getresponse()
     body = response.read()

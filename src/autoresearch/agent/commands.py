@@ -12,15 +12,15 @@ import click
 
 from autoresearch.agent.mcp_command import mcp_
 from autoresearch.cli.options import (
+    campaign_of,
+    campaign_options,
     checkout_root,
-    config_option,
     console,
     err_console,
     handle_errors,
     json_option,
 )
 from autoresearch.cli.output import Shown, emit
-from autoresearch.config import load_campaign
 from autoresearch.errors import AutoresearchError
 from autoresearch.views.render import safe
 
@@ -36,7 +36,7 @@ OFFER = (
 
 
 @click.command()
-@config_option
+@campaign_options
 @json_option
 @click.option(
     "--hypotheses",
@@ -54,7 +54,11 @@ OFFER = (
 )
 @handle_errors
 def start(
-    config_path: Path | None, as_json: bool, hypotheses: Path | None, agent: str | None
+    config_path: Path | None,
+    campaign_name: str | None,
+    as_json: bool,
+    hypotheses: Path | None,
+    agent: str | None,
 ) -> None:
     """Set the campaign up for an agent and measure the baseline (resume it if it has
     one): then edit the workspace and call `step`, or, with --agent, have the agent do it
@@ -62,7 +66,7 @@ def start(
     from autoresearch.agent.mode import start as start_campaign
 
     _refuse_inside("start")
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     if agent is not None:
         from autoresearch.agent.sandboxed import check
 
@@ -85,7 +89,7 @@ def start(
     _show_step(report, as_json)
     if not as_json:
         console.print(f"starting the agent in the sandbox: {safe(agent)}", markup=False)
-    sys.exit(run_agent(campaign, agent, config_path))
+    sys.exit(run_agent(campaign, agent, campaign.config_path))
 
 
 def _refuse_inside(command: str) -> None:
@@ -104,29 +108,31 @@ def _refuse_inside(command: str) -> None:
 
 
 @click.command()
-@config_option
+@campaign_options
 @handle_errors
-def workspace(config_path: Path | None) -> None:
+def workspace(config_path: Path | None, campaign_name: str | None) -> None:
     """Print the path of the campaign's workspace: the folder the agent edits."""
     from autoresearch.agent.mode import workspace_path
 
-    click.echo(str(workspace_path(load_campaign(checkout_root(), config_path))))
+    click.echo(str(workspace_path(campaign_of(config_path, campaign_name))))
 
 
 @click.command()
 @click.option(
     "--description", "-d", default="", help="What you changed, in one line (for the log)."
 )
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def step(description: str, config_path: Path | None, as_json: bool) -> None:
+def step(
+    description: str, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """Judge the edit made in the workspace: screen, commit, measure, keep or roll back,
     log; prints the verdict, the best so far and what to do next."""
     from autoresearch.agent.mode import step as step_campaign
 
     _refuse_inside("step")
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     _print_step(step_campaign(campaign, description), as_json)
 
 

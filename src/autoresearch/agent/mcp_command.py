@@ -57,8 +57,16 @@ def _errors(func: F) -> F:
     metavar="SOCKET",
     help="Relay stdio to the server of a sandboxed session (`start --agent`) at SOCKET.",
 )
+@click.option(
+    "--name",
+    "campaign_name",
+    default=None,
+    metavar="NAME",
+    help="The campaign (its `name`), when the repository has several: the config its last "
+    "run read; default: the one whose workspace you are in, else the config's.",
+)
 @_errors
-def mcp_(config_path: Path | None, connect: Path | None) -> None:
+def mcp_(config_path: Path | None, connect: Path | None, campaign_name: str | None = None) -> None:
     """Serve the campaign's tools (start, step, status, log, show, diff, ...) to an MCP
     client over stdio (in the sandbox of `start --agent`: relay to its server). Needs:
     pip install 'autoresearch[mcp]'."""
@@ -72,9 +80,15 @@ def mcp_(config_path: Path | None, connect: Path | None) -> None:
     if connect is not None:
         sys.exit(relay.main([str(connect)]))
     from autoresearch.agent.mcp_server import serve
-    from autoresearch.gitcmd import repo_root
+    from autoresearch.store.place import current_folder, place_of, recorded_config
 
-    serve(repo_root(Path.cwd()), config_path)
+    # From the campaign's workspace (or any folder below the checkout) too.
+    place = place_of(current_folder())
+    config = place.config(config_path)
+    wanted = campaign_name or place.campaign
+    if config is None and wanted is not None:
+        config = recorded_config(place.root, wanted)
+    serve(place.root, config)
 
 
 def light_main() -> click.Group:

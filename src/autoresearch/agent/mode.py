@@ -228,7 +228,8 @@ def workspace_path(campaign: Campaign) -> Path:
     path = campaign.state_dir / "worktree"
     if not Ledger(campaign.state_dir).read() or not real_dir(path):
         raise NotStarted(
-            f"campaign '{campaign.name}' has no workspace yet; run `autoresearch start` first."
+            f"campaign '{campaign.name}' has no workspace yet; run `autoresearch start` in "
+            f"{campaign.root} first."
         )
     return path
 
@@ -255,8 +256,9 @@ def step(
     records = Ledger(campaign.state_dir).read()
     if not records:
         raise NotStarted(
-            f"campaign '{campaign.name}' has not started; run `autoresearch start` (it "
-            "measures the baseline), edit the workspace, then `autoresearch step`."
+            f"campaign '{campaign.name}' has not started; run `autoresearch start` in "
+            f"{campaign.root} (it measures the baseline), edit the workspace, then "
+            "`autoresearch step`."
         )
     state = StateFile(campaign.state_dir).read()
     halted = state.get("stop_reason")
@@ -372,7 +374,9 @@ def _attempt_json(record: AttemptRecord) -> dict[str, Any]:
         "reason": record.reason,
         "metric": record.metric,
         "delta": record.delta,
-        "previous_best": record.previous_best,
+        # The incumbent the attempt was measured against: for a keep the best it
+        # replaced, otherwise the best that stays.
+        "previous_best": record.previous_best if record.status.sets_best else record.best,
         "description": record.description,
         "files": list(record.files),
         "commit": record.commit,
@@ -490,11 +494,15 @@ def _rework_next(rework: dict[str, Any], ws: str, record: AttemptRecord | None) 
 def step_lines(report: StepReport) -> list[str]:
     """The report as plain lines for a terminal or an agent's tool output."""
     from autoresearch.attempt import num
+    from autoresearch.views.render import gain_text
 
     lines = []
     a = report.attempt
     if a is not None:
         metric = "" if a["metric"] is None else f" metric {num(a['metric'])}"
+        if a["metric"] is not None and a["delta"] is not None:
+            against = num(a["previous_best"])
+            metric += f" ({gain_text(a['delta'], report.direction)}; against {against})"
         reason = f": {a['reason']}" if a["reason"] else ""
         lines.append(f"attempt {a['iteration']} {a['status']}{metric}{reason}")
     elif report.baseline is not None and report.iterations == 0 and not report.stopped:

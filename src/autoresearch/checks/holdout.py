@@ -175,6 +175,20 @@ class Holdout:
                     f"{source}: key 'holdout.files': {rel} is committed, so the proposer would "
                     "see it; keep holdout files untracked (list them in .gitignore)."
                 )
+        # ... or was, once: the proposer's git reads the history of the start commit.
+        history = subprocess.run(
+            ["git", "-C", str(root), "log", "--format=", "--name-only", "--no-renames", start],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.splitlines()
+        for rel in dict.fromkeys(history):
+            if rel and matcher.matches(rel):
+                raise ConfigError(
+                    f"{source}: key 'holdout.files': {rel} was committed in the history of "
+                    f"{start[:12]}, which the proposer reads (git log -p); use holdout data "
+                    "that was never committed, or start from history without it."
+                )
         untracked = subprocess.run(
             ["git", "-C", str(root), "ls-files", "--others", "-z"],
             capture_output=True,

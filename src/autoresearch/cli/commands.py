@@ -13,15 +13,18 @@ from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from autoresearch.attempt import Status, num
+from autoresearch.attempt import Status, num, rounded
 from autoresearch.cli.options import (
+    campaign_of,
+    campaign_options,
     checkout_root,
-    config_option,
+    config_of,
     console,
     err_console,
     handle_errors,
     json_option,
     output_options,
+    state_dir_of,
 )
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import CONFIG_FILE, Campaign, load_campaign
@@ -31,7 +34,7 @@ from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.events import fan_out
 from autoresearch.store.ledger import StateFile, stored_object
 from autoresearch.views.render import Printer, attempts_table, gain_text, imported_table, safe
-from autoresearch.views.status import campaign_status, find_state_dir, read_records, slot_line
+from autoresearch.views.status import campaign_status, read_records, slot_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +46,7 @@ def main() -> None:
 
 
 @main.command()
-@config_option
+@campaign_options
 @output_options
 @click.option(
     "--hypotheses",
@@ -62,26 +65,84 @@ def main() -> None:
     default=None,
     help="Candidates in flight at once (overrides [executor] jobs).",
 )
+@click.option(
+    "--more",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Extend the campaign by N attempts beyond its last (a finished one too).",
+)
+@click.option(
+    "--ci",
+    is_flag=True,
+    help="For schedulers: attempts on stderr, a JSON summary on stdout; exit 0 improved, "
+    "4 not improved, else the failure's code.",
+)
 @handle_errors
 def run(
     config_path: Path | None,
+    campaign_name: str | None,
     max_iterations: int | None,
     quiet: bool,
     plain: bool,
     hypotheses: Path | None,
     unattended: bool = False,
     jobs: int | None = None,
+    more: int | None = None,
+    ci: bool = False,
 ) -> None:
     """Run or resume the campaign."""
-    campaign = load_campaign(checkout_root(), config_path)
+    try:
+        _run(config_path, campaign_name, max_iterations, quiet, plain, hypotheses,
+             unattended, jobs, more, ci)  # fmt: skip
+    except AutoresearchError as exc:
+        if ci:  # the JSON on stdout whatever happens; the sentence on stderr as usual
+            from autoresearch.cli.ci import ci_failure
+
+            click.echo(json.dumps(ci_failure(str(exc), exc.exit_code), indent=2))
+        raise
+
+
+def _run(
+    config_path: Path | None,
+    campaign_name: str | None,
+    max_iterations: int | None,
+    quiet: bool,
+    plain: bool,
+    hypotheses: Path | None,
+    unattended: bool,
+    jobs: int | None,
+    more: int | None,
+    ci: bool,
+) -> None:
+    from autoresearch.cli.ci import ci_summary, more_attempts
+    from autoresearch.store.ledger import Ledger
+
+    campaign = campaign_of(config_path, campaign_name)
+    plateau_after = 0
+    if more is not None:
+        max_iterations, plateau_after = more_attempts(campaign, more, max_iterations)
+    before = Ledger(campaign.state_dir).read() if ci else []
     if hypotheses is not None:
         from autoresearch.learning.ideas import queue_file
 
         added = queue_file(campaign, hypotheses)
-        console.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
+        out = err_console if ci else console
+        out.print(f"{len(added)} new hypotheses queued from {safe(str(hypotheses))}")
     result = run_engine(
-        campaign, max_iterations, quiet=quiet, plain=plain, unattended=unattended, jobs=jobs
+        campaign,
+        max_iterations,
+        quiet=quiet,
+        plain=plain,
+        unattended=unattended,
+        jobs=jobs,
+        plateau_after=plateau_after,
+        ci=ci,
     )
+    if ci:
+        data, code = ci_summary(campaign, before, result)
+        click.echo(json.dumps(data, indent=2))
+        sys.exit(code)
     if result.exit_code == 0:
         from autoresearch.cli.confirm import confirm_at_end
 
@@ -91,14 +152,14 @@ def run(
 
 @main.command()
 @click.argument("iteration", type=int)
-@config_option
+@campaign_options
 @handle_errors
-def approve(iteration: int, config_path: Path | None) -> None:
+def approve(iteration: int, config_path: Path | None, campaign_name: str | None) -> None:
     """Approve parked attempt N: its change is re-checked on top of the current best and
     kept only if it still wins (exit 0 when kept, 1 when not)."""
     from autoresearch.checks.approval import ApprovedChange, parked
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     record = parked(read_records(campaign.state_dir), iteration)
     engine = Engine(campaign, proposer=ApprovedChange(), on_event=Printer(console), approve=record)
     result = engine.run()
@@ -115,13 +176,15 @@ def approve(iteration: int, config_path: Path | None) -> None:
 @main.command()
 @click.argument("iteration", type=int)
 @click.option("--reason", default=None, help="Why (recorded as the attempt's reason).")
-@config_option
+@campaign_options
 @handle_errors
-def reject(iteration: int, reason: str | None, config_path: Path | None) -> None:
+def reject(
+    iteration: int, reason: str | None, config_path: Path | None, campaign_name: str | None
+) -> None:
     """Reject parked attempt N: it is recorded as rejected and never kept."""
     from autoresearch.checks.approval import reject as reject_attempt
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     record = reject_attempt(campaign, iteration, reason)
     console.print(f"attempt {iteration} rejected (recorded as attempt {record.iteration})")
 
@@ -134,12 +197,15 @@ def run_engine(
     plain: bool,
     unattended: bool = False,
     jobs: int | None = None,
+    plateau_after: int = 0,
+    ci: bool = False,
 ) -> RunResult:
-    """Run the engine with the live view on a terminal, else one line per attempt."""
+    """Run the engine with the live view on a terminal, else one line per attempt (on
+    stderr with `ci`, whose stdout is the JSON summary's)."""
     from autoresearch.views.tracking import make_tracker
 
-    if quiet or plain or not console.is_terminal:
-        printer = Printer(console, quiet=quiet)
+    if ci or quiet or plain or not console.is_terminal:
+        printer = Printer(err_console if ci else console, quiet=quiet)
         tracker = make_tracker(campaign, printer)
         engine = Engine(
             campaign,
@@ -147,6 +213,7 @@ def run_engine(
             max_iterations=max_iterations,
             unattended=unattended,
             jobs=jobs,
+            plateau_after=plateau_after,
         )
         return engine.run()
     from autoresearch.views.live import LiveView
@@ -161,6 +228,7 @@ def run_engine(
             max_iterations=max_iterations,
             unattended=unattended,
             jobs=jobs,
+            plateau_after=plateau_after,
         )
         result = engine.run()
     Printer(console, quiet=True).stop_summary(result, campaign)
@@ -168,12 +236,12 @@ def run_engine(
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def status(config_path: Path | None, as_json: bool) -> None:
+def status(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Show the campaign's baseline, best and counts (works while it runs)."""
-    data = campaign_status(find_state_dir(checkout_root(), config_path))
+    data = campaign_status(state_dir_of(config_path, campaign_name))
     emit(Shown(data, lambda: status_lines(data)), as_json)
 
 
@@ -191,10 +259,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     lines = [f"[bold]{safe(str(data['name']))}[/] ({direction}) — {safe(state)}"]
     for slot in data.get("slots") or []:
         lines.append(safe(slot_line(slot)))
-    change = gain_text(data.get("delta"), str(data["direction"]), data.get("improvement_pct"))
+    noise = data.get("noise_robust") or data.get("noise")  # what the digits shown can say
+    change = gain_text(
+        data.get("delta"), str(data["direction"]), data.get("improvement_pct"), noise
+    )
     commit = safe(f" [{data['best_commit'][:10]}]") if data.get("best_commit") else ""
     lines.append(
-        f"baseline {num(data['baseline'])}   best {num(data['best'])} ({change})"
+        f"baseline {num(data['baseline'], noise)}   best {num(data['best'], noise)} ({change})"
         f" at attempt {data['best_iteration']}{commit}"
     )
     if data.get("noise") is not None:
@@ -228,14 +299,14 @@ def status_lines(data: dict[str, Any]) -> list[str]:
 
 
 @main.command(name="log")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def log_(config_path: Path | None, as_json: bool) -> None:
+def log_(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """List every attempt."""
     from autoresearch.agent.importing import read_imported
 
-    state_dir = find_state_dir(checkout_root(), config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     imported = read_imported(state_dir)
     try:
         records = read_records(state_dir)
@@ -256,20 +327,23 @@ def log_(config_path: Path | None, as_json: bool) -> None:
             yield "no attempts yet (the engine is starting)"
             return
         direction = str(StateFile(state_dir).read().get("direction") or "minimize")
-        yield attempts_table(records, direction=direction)
+        from autoresearch.store.summary import summarize
+
+        noise = summarize(state_dir.name, direction, records).noise
+        yield attempts_table(records, direction=direction, noise=noise)
 
     emit(Shown([stored_object(r) for r in records], lines), as_json)
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def ideas(config_path: Path | None, as_json: bool) -> None:
+def ideas(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """The hypothesis queue and the ideas backlog, with the outcome of each."""
     from autoresearch.learning.ideas import listing
 
-    found = listing(checkout_root(), config_path)
+    found = listing(checkout_root(), config_of(config_path, campaign_name))
 
     def lines() -> Iterable[str]:
         if not found:
@@ -314,14 +388,14 @@ def init(force: bool) -> None:
     default="127.0.0.1",
     help="Interface to listen on (default 127.0.0.1, this machine only).",
 )
-@config_option
+@campaign_options
 @handle_errors
-def dashboard(port: int, host: str, config_path: Path | None) -> None:
+def dashboard(port: int, host: str, config_path: Path | None, campaign_name: str | None) -> None:
     """Serve a live, read-only page of the campaign."""
     from autoresearch.views.dashboard import make_server
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     try:
         server = make_server(root, state_dir, host, port)
     except OSError as exc:
@@ -340,14 +414,16 @@ def dashboard(port: int, host: str, config_path: Path | None) -> None:
 
 @main.command()
 @click.option("--open", "open_it", is_flag=True, help="Open report.html in a browser.")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
+def report(
+    open_it: bool, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """Write report.md, progress.png and report.html for the campaign."""
     from autoresearch.views.report import write_report
 
-    paths = write_report(find_state_dir(checkout_root(), config_path))
+    paths = write_report(state_dir_of(config_path, campaign_name))
     data = {
         "markdown": str(paths.markdown),
         "html": str(paths.html),
@@ -377,25 +453,32 @@ def report(open_it: bool, config_path: Path | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("iteration", type=int)
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
+def show(
+    iteration: int, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
     """One attempt in full: status, samples, description, reason, timings, cost, and every
     log it left (prompt, proposer, each metric sample, guard)."""
     from autoresearch.store.results import attempt, attempt_logs, refused_banner, refused_change
 
-    state_dir = find_state_dir(checkout_root(), config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     found = attempt(state_dir, iteration)
     record = stored_object(found)
     logs = attempt_logs(state_dir, iteration)
     refused = refused_change(state_dir, iteration)
 
+    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+
     def lines() -> Iterable[str]:
         for key, value in record.items():
             if key == "prev_hash":
                 continue
+            value = rounded(value)  # six significant digits to read; --json keeps them all
             text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+            if key == "delta" and isinstance(value, int | float):
+                text = gain_text(value, direction)  # the gain, the raw delta beside it
             yield f"[bold]{safe(key)}[/]: {safe(text, one_line=False)}"
         if logs:
             yield "[bold]logs[/]:"
@@ -413,9 +496,9 @@ def show(iteration: int, config_path: Path | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("iteration", type=int, required=False)
-@config_option
+@campaign_options
 @handle_errors
-def diff(iteration: int | None, config_path: Path | None) -> None:
+def diff(iteration: int | None, config_path: Path | None, campaign_name: str | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
     from autoresearch.store.results import (
         attempt,
@@ -427,7 +510,7 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
     from autoresearch.views.render import printable_chunks
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     chunks: Iterable[bytes]
     if iteration is None:
         chunks = campaign_diff_chunks(root, state_dir)
@@ -473,7 +556,7 @@ def diff(iteration: int | None, config_path: Path | None) -> None:
 @click.option(
     "--minimal", is_flag=True, help="Only the kept changes that carry the gain (see `ablate`)."
 )
-@config_option
+@campaign_options
 @json_option
 @handle_errors
 def branch(
@@ -482,13 +565,14 @@ def branch(
     force: bool,
     minimal: bool,
     config_path: Path | None,
+    campaign_name: str | None,
     as_json: bool,
 ) -> None:
     """Create a branch at the best result (or at attempt N, or the ablation's minimal one)."""
     from autoresearch.store.results import chosen_commit, make_branch
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     if minimal:
         from autoresearch.checks.ablation import minimal_commit
 
@@ -512,17 +596,52 @@ def branch(
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def ablate(config_path: Path | None, as_json: bool) -> None:
+def ablate(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Leave each kept change out of the best, measure it with the decision rule, and say
     which changes carry the gain (then `branch NAME --minimal`)."""
     from autoresearch.checks.ablation import markdown, run_ablation
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     report = run_ablation(campaign, warn=lambda m: err_console.print(f"warning: {escape(m)}"))
     emit(Shown(report.to_json(), lambda: [escape(markdown(report))]), as_json)
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Replace the branches of an earlier finalize.")
+@campaign_options
+@json_option
+@handle_errors
+def finalize(
+    force: bool, config_path: Path | None, campaign_name: str | None, as_json: bool
+) -> None:
+    """Split the kept changes into branches from the campaign's base, one per change (or
+    per group that must stay together), each with its measured effect in the commit
+    message, to review and merge one by one."""
+    from autoresearch.checks.finalize import finalize as split
+
+    root = checkout_root()
+    state_dir = state_dir_of(config_path, campaign_name)
+    pieces = split(root, state_dir, read_records(state_dir), force)
+    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+
+    def lines() -> Iterable[str]:
+        for piece in pieces:
+            attempts = ", ".join(f"#{i}" for i in piece.attempts)
+            effect = "; ".join(
+                gain_text(r.delta, direction) for r in piece.changes if r.delta is not None
+            )
+            yield f"{safe(piece.branch)}  {piece.commit[:10]}  {attempts}: {effect}"
+            if piece.why:
+                yield f"  together: {safe(piece.why)}"
+        yield (
+            f"{len(pieces)} branches from the campaign's base; review and merge each on its "
+            "own (`git log -1 BRANCH` shows its measured effect)"
+        )
+
+    emit(Shown([p.to_json(direction) for p in pieces], lines), as_json)
 
 
 @main.command(name="apply")
@@ -534,16 +653,22 @@ def ablate(config_path: Path | None, as_json: bool) -> None:
     help="The attempt to apply (default: the best result).",
 )
 @click.option("--force", is_flag=True, help="Apply a failed attempt too.")
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def apply_(iteration: int | None, force: bool, config_path: Path | None, as_json: bool) -> None:
+def apply_(
+    iteration: int | None,
+    force: bool,
+    config_path: Path | None,
+    campaign_name: str | None,
+    as_json: bool,
+) -> None:
     """Merge the campaign's change (its base to the best result, or to attempt N) into your
     clean working tree, uncommitted; your commits since the campaign started stay."""
     from autoresearch.store.results import apply_changes, chosen_commit
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
+    state_dir = state_dir_of(config_path, campaign_name)
     _, record = chosen_commit(state_dir, iteration, force)
     files = apply_changes(root, state_dir, record).files
     text = (
@@ -633,17 +758,25 @@ def stop(name: str, timeout: float) -> None:
 
 
 @main.command()
-@config_option
+@campaign_options
 @json_option
 @handle_errors
-def verify(config_path: Path | None, as_json: bool) -> None:
+def verify(config_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """Check the ledger's hash chain, the attempt refs and the branch."""
     from autoresearch.checks.verify import verify_campaign
     from autoresearch.views.status import is_running
 
     root = checkout_root()
-    state_dir = find_state_dir(root, config_path)
-    report = verify_campaign(root, state_dir, state_dir.name, running=is_running(state_dir))
+    state_dir = state_dir_of(config_path, campaign_name)
+    campaign: Campaign | None = None
+    try:  # the rule to re-derive the verdicts with; without a config, the chain is checked
+        campaign = campaign_of(config_path, campaign_name or state_dir.name)
+    except AutoresearchError:
+        if config_path is not None:
+            raise
+    report = verify_campaign(
+        root, state_dir, state_dir.name, running=is_running(state_dir), campaign=campaign
+    )
     data = {
         "ok": report.ok,
         "records": report.records,
@@ -712,7 +845,7 @@ def demo(
 
 
 @main.command()
-@config_option
+@campaign_options
 @click.option(
     "--repeat",
     type=click.IntRange(min=1, max=1000),
@@ -724,12 +857,14 @@ def demo(
 )
 @json_option
 @handle_errors
-def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -> None:
+def check(
+    config_path: Path | None, campaign_name: str | None, repeat: int, offline: bool, as_json: bool
+) -> None:
     """Validate the config and the proposer, and run metric and guard once on the current
     commit."""
-    from autoresearch.cli.preflight import run_check
+    from autoresearch.cli.preflight import compact_paths, run_check
 
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     report = run_check(campaign, repeat=repeat, offline=offline)
     proposer = report.proposer
     data = {
@@ -745,6 +880,7 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
         if report.guard is None
         else {"ok": report.guard.ok, "reason": report.guard.reason},
         "harness": report.harness,
+        "hidden_paths": report.hidden,
         "proposer": None
         if proposer is None
         else {
@@ -795,7 +931,9 @@ def check(config_path: Path | None, repeat: int, offline: bool, as_json: bool) -
             if warning:
                 yield f"[yellow]warning:[/] {escape(warning)}"
         if report.harness:
-            yield "harness: " + escape(", ".join(report.harness))
+            yield "harness: " + escape(compact_paths(report.harness))
+        for problem in report.hidden:
+            yield f"[red]cannot work:[/] {escape(problem)}"
         for k, m in enumerate(report.metric, 1):
             label = f"metric run {k}" if repeat > 1 else "metric"
             if m.ok:

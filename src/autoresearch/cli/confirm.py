@@ -8,15 +8,15 @@ from pathlib import Path
 import click
 
 from autoresearch.cli.options import (
-    checkout_root,
-    config_option,
+    campaign_of,
+    campaign_options,
     console,
     err_console,
     handle_errors,
     json_option,
 )
 from autoresearch.cli.output import Shown, emit
-from autoresearch.config import Campaign, load_campaign
+from autoresearch.config import Campaign
 from autoresearch.measure.confirm import DEFAULT_PAIRS, Outcome, compare, confirm, describe
 from autoresearch.views.render import safe
 
@@ -52,14 +52,16 @@ def _print(outcome: Outcome, as_json: bool) -> None:
 
 
 @click.command(name="confirm")
-@config_option
+@campaign_options
 @repeat_option
 @json_option
 @handle_errors
-def confirm_cmd(config_path: Path | None, repeat: int, as_json: bool) -> None:
+def confirm_cmd(
+    config_path: Path | None, campaign_name: str | None, repeat: int, as_json: bool
+) -> None:
     """Measure the best kept commit against the baseline in interleaved pairs: the gain
     with a confidence interval, beside the raw one the ledger recorded."""
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     outcome = confirm(campaign, repeat, _progress(as_json))  # type: ignore[arg-type]
     _print(outcome, as_json)
     sys.exit(0)
@@ -68,14 +70,16 @@ def confirm_cmd(config_path: Path | None, repeat: int, as_json: bool) -> None:
 @click.command(name="compare")
 @click.argument("a")
 @click.argument("b")
-@config_option
+@campaign_options
 @repeat_option
 @json_option
 @handle_errors
-def compare_cmd(a: str, b: str, config_path: Path | None, repeat: int, as_json: bool) -> None:
+def compare_cmd(
+    a: str, b: str, config_path: Path | None, campaign_name: str | None, repeat: int, as_json: bool
+) -> None:
     """Measure two versions in interleaved pairs (A and B: 'baseline', 'best', an attempt
     number or a commit); B's gain over A with a confidence interval."""
-    campaign = load_campaign(checkout_root(), config_path)
+    campaign = campaign_of(config_path, campaign_name)
     outcome = compare(campaign, a, b, repeat, _progress(as_json))  # type: ignore[arg-type]
     _print(outcome, as_json)
     sys.exit(0)

@@ -15,11 +15,11 @@ from typing import Any, NoReturn, TypeVar
 import click
 from rich.console import Console
 
-from autoresearch.config import CONFIG_FILE
+from autoresearch.config import CONFIG_FILE, Campaign
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.errors import AutoresearchError
-from autoresearch.gitcmd import repo_root
-from autoresearch.store.locate import find_state_dir
+from autoresearch.store.locate import Place, find_campaign, find_state_dir, place_of
+from autoresearch.store.place import current_folder
 from autoresearch.views.render import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,14 +82,58 @@ def _crash_dir(kwargs: dict[str, Any]) -> Path | None:
     """The campaign's folder when there is one (the details stay with the campaign),
     else the system's temporary folder."""
     try:
-        state_dir = find_state_dir(checkout_root(), kwargs.get("config_path"))
+        state_dir = state_dir_of(kwargs.get("config_path"), kwargs.get("campaign_name"))
     except Exception:  # the crash report must not fail in turn
         return None
     return state_dir if state_dir.is_dir() else None
 
 
+def here() -> Place:
+    """Where the command runs: the user's checkout even from a campaign's workspace."""
+    return place_of(current_folder())
+
+
 def checkout_root() -> Path:
-    return repo_root(Path.cwd())
+    return here().root
+
+
+def campaign_of(config_path: Path | None, name: str | None = None) -> Campaign:
+    """The campaign a command works on: `--config`, `--name`, the campaign whose folder
+    the command runs in, or the default config."""
+    place = here()
+    return find_campaign(place.root, place.config(config_path), name or place.campaign)
+
+
+def state_dir_of(config_path: Path | None, name: str | None = None) -> Path:
+    """The folder of the campaign a reading command shows (see `campaign_of`)."""
+    place = here()
+    return find_state_dir(place.root, place.config(config_path), name or place.campaign)
+
+
+def config_of(config_path: Path | None, name: str | None = None) -> Path | None:
+    """The config file of the campaign `--config`/`--name` (or the folder) designate, for
+    code that takes a path: None when there is none to pass (the default applies)."""
+    place = here()
+    explicit = place.config(config_path)
+    wanted = name or place.campaign
+    if wanted is None:
+        return explicit
+    try:
+        return find_campaign(place.root, explicit, wanted).config_path
+    except AutoresearchError:
+        if name is not None:
+            raise
+        return explicit  # inside a campaign folder with no config of it: as before
+
+
+name_option = click.option(
+    "--name",
+    "campaign_name",
+    default=None,
+    metavar="NAME",
+    help="The campaign (its `name`), when the repository has several; default: the one "
+    "whose workspace you are in, else the config's.",
+)
 
 
 config_option = click.option(
@@ -100,6 +144,11 @@ config_option = click.option(
     help=f"Config file (default: {CONFIG_FILE} or [tool.autoresearch] in pyproject.toml).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def campaign_options(func: F) -> F:
+    """`--config` and `--name`: which campaign a command works on."""
+    return config_option(name_option(func))
 
 
 def output_options(func: F) -> F:

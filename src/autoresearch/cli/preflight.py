@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import statistics
 from dataclasses import dataclass, field, replace
@@ -19,13 +20,18 @@ from autoresearch.gitcmd import Git, workspace_files
 from autoresearch.isolation.process import Limits
 from autoresearch.isolation.proxy import ProposerNetwork
 from autoresearch.isolation.sandbox import (
+    always_hidden,
+    bwrap_problem,
     home_text,
+    interpreter_dirs,
     isolation_text,
     keyrings_text,
     limits_text,
+    shared_paths,
     sockets_text,
+    user_paths,
 )
-from autoresearch.measure.evaluation import measurement_env
+from autoresearch.measure.evaluation import last_lines, measurement_env
 from autoresearch.measure.integrity import harness_files
 from autoresearch.measure.judge import Judge
 from autoresearch.measure.metrics import Readings, checked_readings
@@ -79,11 +85,13 @@ class CheckReport:
     noise: str = "symmetric"  # [metric] noise
     max_samples: int = 8  # [decision] max_samples
     confidence: float = 0.95
+    # Metric or guard commands naming a path the sandbox hides: one sentence each.
+    hidden: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         measured = all(m.ok for m in self.metric) and (self.guard is None or self.guard.ok)
-        return measured and (self.proposer is None or self.proposer.ok)
+        return measured and not self.hidden and (self.proposer is None or self.proposer.ok)
 
     def values(self) -> list[float]:
         return [m.value for m in self.metric if m.value is not None]
@@ -153,6 +161,71 @@ def decision_text(cfg: CampaignConfig) -> str:
     )
 
 
+def sandbox_hides(command: str, campaign: Campaign) -> list[tuple[str, str]]:
+    """The paths `command` names that its sandbox will not show, each with what hides it:
+    the checkout (every command runs on the commit's files elsewhere), `deny_read`, the
+    engine's private folders. What the sandbox shows again (the checkout's interpreters,
+    `share`, `writable`, the campaign's workspace) is not reported."""
+    cfg = campaign.config
+    root = campaign.root.resolve()
+    hiders = [(root, "your checkout, which the sandbox hides")]
+    hiders += [(p, "[sandbox] deny_read") for p in user_paths(cfg.sandbox.deny_read)]
+    hiders += [(p, "a folder the sandbox always hides") for p in always_hidden()]
+    shown = (
+        *interpreter_dirs(os.environ.get("PATH", ""), root),
+        *shared_paths(root, cfg.share),
+        *user_paths(cfg.sandbox.writable),
+        campaign.state_dir.resolve() / "worktree",
+    )
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return []
+    found: list[tuple[str, str]] = []
+    for word in words:
+        for part in word.split("="):  # `--script=/path` too
+            if not part.startswith(("/", "~")):
+                continue
+            path = Path(os.path.expanduser(part)).resolve()
+            if any(path.is_relative_to(s) for s in shown):
+                continue
+            hider = next((why for base, why in hiders if path.is_relative_to(base)), None)
+            if hider is not None and (part, hider) not in found:
+                found.append((part, hider))
+    return found
+
+
+def hidden_sentence(what: str, path: str, hider: str) -> str:
+    where = "inside " + hider if hider.startswith("your checkout") else f"hidden by {hider}"
+    return (
+        f"the {what} names {path}, {where}: every run would fail with 'No such file or "
+        "directory'; move it out of the repository (or commit it and name it relative to "
+        "the repository's top)"
+    )
+
+
+def compact_paths(paths: list[str]) -> str:
+    """Files grouped by their top folder and counted: `bench.py, tests/ (56 files)`."""
+    folders: dict[str, list[str]] = {}
+    for path in paths:
+        top = path.split("/", 1)[0] + "/" if "/" in path else path
+        folders.setdefault(top, []).append(path)
+    parts = []
+    for top, inside in sorted(folders.items()):
+        if len(inside) == 1:
+            parts.append(inside[0])
+        else:
+            parts.append(f"{top} ({len(inside)} files)")
+    total = f"{len(paths)} files: " if len(folders) < len(paths) else ""
+    return total + ", ".join(parts)
+
+
+def proposer_commands(cfg: CampaignConfig) -> list[str]:
+    """The commands of the `[proposer]` tables that run one."""
+    tables = cfg.proposers or [cfg.proposer]
+    return [str(t.options()["command"]) for t in tables if t.options().get("command")]
+
+
 def devices_text(devices: str | list[str]) -> str:
     """`[sandbox] devices` as the config file writes it."""
     if isinstance(devices, str):
@@ -172,6 +245,26 @@ def proposer_check(
         raise
     except AutoresearchError as exc:
         return ProposerCheck(kind, problem=str(exc))
+
+
+def _hidden_paths(campaign: Campaign, report: CheckReport) -> None:
+    """What `check` would otherwise pass and every attempt then fail on: a command naming
+    a path the sandbox does not show (a proposer script kept in the checkout, say)."""
+    cfg = campaign.config
+    for command in proposer_commands(cfg):
+        found = sandbox_hides(command, campaign)
+        if found and (report.proposer is None or report.proposer.ok):
+            kind = report.proposer.kind if report.proposer else cfg.proposer.kind
+            report.proposer = ProposerCheck(
+                kind, problem=hidden_sentence("proposer command", *found[0]) + "."
+            )
+    commands: dict[str, str | None] = {
+        "metric": cfg.metric.command,
+        "guard": cfg.guard.command if cfg.guard is not None else None,
+    }
+    for what, line in commands.items():
+        for path, hider in sandbox_hides(line, campaign) if line else []:
+            report.hidden.append(hidden_sentence(f"{what} command", path, hider))
 
 
 def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> CheckReport:
@@ -214,6 +307,8 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             confidence=cfg.decision.confidence,
             network=list(proposer.reach()) if proposer is not None else [],
         )
+        if cfg.sandbox.isolation != "none" and bwrap_problem() is None:
+            _hidden_paths(campaign, report)
         executor.start(executor_setup(campaign))
         report.isolation = isolation_text(cfg.sandbox.isolation)
         report.sockets = sockets_text(cfg.sandbox.isolation)
@@ -276,6 +371,9 @@ def run_check(campaign: Campaign, repeat: int = 1, *, offline: bool = False) -> 
             report.guard = executor.run(
                 guard, workspace=scratch, env=env, log_stem=logs / "check-guard"
             )
+            if not report.guard.ok and report.guard.outcome is Status.CRASH:
+                said = last_lines(report.guard.stdout_path, logs / "check-guard.err")
+                report.guard = replace(report.guard, reason=report.guard.reason + said)
         return report
     finally:
         if proposer is not None:

@@ -36,7 +36,7 @@ from autoresearch.engine.lifecycle import (
     raise_interrupted,
 )
 from autoresearch.engine.merging import alone, merged
-from autoresearch.engine.procedure import Place, Ran, Task, release
+from autoresearch.engine.procedure import STOPPED, Place, Ran, Task, release
 from autoresearch.engine.queue import CandidateQueue, Queued, Why
 from autoresearch.engine.recording import (
     Judged,
@@ -60,6 +60,7 @@ from autoresearch.engine.startup import (
     fix_judge,
     lost_attempt,
     mark_running,
+    resume_notes,
     start_commit,
     to_measure,
     utc_now,
@@ -77,9 +78,15 @@ from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
 from autoresearch.proposers.network import ANY_HOST_WARNING
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
-from autoresearch.workspace import Workspace
+from autoresearch.workspace import Workspace, head_of
 
 PROPOSER_FAILURE_LIMIT = 3
+
+
+# Phases that `state.json` shows from the next write on, which follows within the attempt
+# (the committed candidate, or the measurement): each write is a file renamed into place,
+# and checking what changed takes a moment once the kernel names the touched paths.
+STAGED_PHASES = frozenset({"checking"})
 
 
 class Engine:
@@ -95,8 +102,12 @@ class Engine:
         unattended: bool = False,
         approve: AttemptRecord | None = None,
         jobs: int | None = None,
+        plateau_after: int = 0,
     ) -> None:
         self.campaign = campaign
+        # `run --more`: the plateau rule counts only the attempts after this one, so a
+        # campaign that stopped on a plateau gets the attempts it was given.
+        self.plateau_after = plateau_after
         self.cfg = campaign.config
         self.proposer = None if proposer is None else as_proposer(proposer)
         self.own_proposer = proposer is None  # made from the config: one per slot with jobs
@@ -125,6 +136,8 @@ class Engine:
         self.evaluator: Evaluator | None = None
         self.holdout: Holdout | None = None
         self.halted: RunResult | None = None
+        # What the attempts another slot's halt cut short record as their reason.
+        self.cut_off: str | None = None
 
     @property
     def rework(self) -> reworks.Rework | None:
@@ -134,9 +147,11 @@ class Engine:
     # -- events and state ---------------------------------------------------------------
 
     def phase(self, phase: str, iteration: int | None = None, **extra: Any) -> None:
-        self.state.update(
-            durable=False, phase=phase, iteration=iteration, updated_utc=utc_now(), **extra
-        )
+        fields = dict(phase=phase, iteration=iteration, updated_utc=utc_now(), **extra)
+        if phase in STAGED_PHASES:
+            self.state.stage(**fields)
+        else:
+            self.state.update(durable=False, **fields)
         self.on_event(PhaseChanged(phase, iteration, **extra))
 
     def warn(self, message: str) -> None:
@@ -182,7 +197,8 @@ class Engine:
                 )
                 return self._finish(StopReason.PROPOSER_FAILED, EXIT_FAILED, message)
             if paused:
-                self.state.update(waiting=True)
+                self.workspace.settle_private_git()
+                self.state.update(waiting=True, in_flight=None)
                 return RunResult("", EXIT_OK, self.summary())
             stop = self._stop_reason() or StopReason.MAX_ITERATIONS
             if self.cfg.stop.ablate:
@@ -307,6 +323,10 @@ class Engine:
             if retry is not None:
                 self._set_aside(runner, place, ran, task, retry)
                 return
+        outcome = steps.outcome
+        if self.cut_off is not None and outcome is not None and outcome.reason == STOPPED:
+            # Cut off by another slot's halt, not by a signal: say which.
+            steps = replace(steps, outcome=replace(outcome, reason=self.cut_off))
         if ran.disk_full:  # the candidate's files go first: the record needs their room
             self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
@@ -330,10 +350,15 @@ class Engine:
             place.proposer.observe(self._outcome(stored))
         if stored.status.halts and self.halted is None:
             message = f"campaign halted: {stored.reason}"
+            self.cut_off = (
+                f"cut off when attempt {stored.iteration} halted the campaign "
+                f"({stored.status}: {stored.reason})"
+            )
             self.halted = RunResult(StopReason(stored.status), EXIT_TAMPERED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.disk_full and self.halted is None:
             message = f"campaign halted, the disk is full: {stored.reason}; free space and resume"
+            self.cut_off = f"cut off when attempt {stored.iteration} found the disk full"
             self.halted = RunResult(StopReason.DISK_FULL, EXIT_FAILED, {}, message)
             runner.cancel(lambda other: self._conclude(runner, other))
         if ran.stopped_by is not None and not runner.parallel:
@@ -413,6 +438,7 @@ class Engine:
 
     def _open(self) -> Place:
         """Load or start the campaign: workspace at the incumbent, judge fingerprinted."""
+        before = self.state.read()
         mark_running(self.state, self.campaign, self.max_iterations)
         self.state.update(isolation=self.executor.isolation, waiting=False)
         repaired = self.ledger.repair()
@@ -427,6 +453,9 @@ class Engine:
         dirty = dirty_checkout_warning(self.campaign)
         if dirty:
             self.warn(dirty)
+        for note in resume_notes(self.campaign, self.workspace, before, self.records):
+            self.warn(note)
+        self.state.update(head_seen=head_of(self.campaign.root))
         # The agent-driven mode's proposer takes the workspace over as the agent left it.
         kept = proposer.edits_in_place and proposer.reopen_workspace(self.workspace, start)
         for warning in [] if kept else self.workspace.ensure(start):
@@ -521,7 +550,11 @@ class Engine:
         if self.evaluator is not None:
             self.evaluator.discard()
         self.workspace.close_watch()
-        self.state.update(stop_reason=reason, stop_message=message, stopped_utc=utc_now())
+        if reason is not StopReason.TAMPERED:  # a hijacked folder is not written to
+            self.workspace.settle_private_git()
+        self.state.update(
+            stop_reason=reason, stop_message=message, stopped_utc=utc_now(), in_flight=None
+        )
         result = RunResult(reason, code, self.summary(), message)
         self.on_event(
             Stopped(reason, result.summary, message, self.workspace.branch, str(self.ledger.path))
@@ -537,6 +570,10 @@ class Engine:
     def _stop_reason(self) -> StopReason | None:
         rules = StopRules.of(self.cfg, self.max_iterations)
         summary = summarize(self.cfg.name, str(self.cfg.metric.direction), self.records)
+        if self.plateau_after:
+            recent = [r for r in self.records if r.iteration > self.plateau_after]
+            streak = summarize(self.cfg.name, str(self.cfg.metric.direction), recent).streak
+            summary = replace(summary, streak=streak)
         minutes = (self.clock() - self.started) / 60.0
         reason = stop_reason(rules, summary, self.incumbent.metric, self._last_iteration(), minutes)
         if reason is None and self.proposer is not None and self.proposer.exhausted():

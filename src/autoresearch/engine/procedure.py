@@ -256,6 +256,7 @@ def _propose(
     # A confined proposer cannot see the checkout: there is nothing to watch.
     watched = cfg.sandbox.watch_checkout and proposer.runs_commands and not proposer.confined
     watch = CheckoutWatch(place.campaign.root, list(cfg.share), watched)
+    place.workspace.proposer_runs_commands(proposer.runs_commands or proposer.edits_in_place)
     place.workspace.watch(proposer.sealed)
     began = place.clock()
     proposal = ask(proposer, ctx, place.logs / f"{task.iteration:04d}-proposer-error.txt")
@@ -289,7 +290,10 @@ def _collect(place: Place, task: Task, proposal: Proposal, watch: CheckoutWatch)
         return Collected(candidate, description, diffstat=named)
     message = f"autoresearch {place.campaign.name} #{task.iteration}: {description}"
     commit = workspace.commit(candidate, start.commit, message, task.iteration)
-    diffstat = workspace.diffstat(start.commit, commit)
+    # Counted when git named the changes; else asked of git now.
+    diffstat = candidate.diffstat
+    if diffstat is None:
+        diffstat = workspace.diffstat(start.commit, commit)
     return Collected(candidate, description, commit, diffstat)
 
 

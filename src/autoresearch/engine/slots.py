@@ -101,7 +101,10 @@ class Inline(Runner):
 
     def assign(self, place: Place, task: Task) -> None:
         super().assign(place, task)
-        self.state.update(in_flight=task.iteration, in_flight_record=None)
+        # Written with the attempt's first phase, which follows at once, and not fsynced:
+        # what a power cut may lose here is an attempt that has no commit yet; the
+        # committed candidate (`_known`) is the attempt's one durable state write.
+        self.state.stage(in_flight=task.iteration, in_flight_record=None)
 
     def _known(self, record: AttemptRecord) -> None:
         self.state.update(in_flight=record.iteration, in_flight_record=record.to_json())
@@ -113,9 +116,9 @@ class Inline(Runner):
 
     def ended(self, place: Place) -> None:
         super().ended(place)
-        # Not fsynced: the ledger already holds the attempt, and a resume ignores an
-        # in-flight number it has a record for.
-        self.state.update(durable=False, in_flight=None)
+        # Nothing written: the ledger already holds the attempt, a resume ignores an
+        # in-flight number it has a record for, and the next `assign` (or the end of the
+        # run) replaces it.
 
 
 # -- what the slots share ------------------------------------------------------------------

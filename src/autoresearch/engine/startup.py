@@ -86,6 +86,44 @@ def start_commit(
     return best
 
 
+# Stop reasons a campaign halts on (rather than finishing): a resume from one is said.
+HALTED = ("tampered", "checkout_changed", "proposer_failed", "baseline_failed")
+
+
+def resume_notes(
+    campaign: Campaign,
+    workspace: Workspace,
+    before: dict[str, Any],
+    records: Sequence[AttemptRecord],
+) -> list[str]:
+    """What changed since the campaign's last run, said once on resume: the halt it goes
+    on from, and commits made on the user's HEAD that its base does not hold."""
+    if not records:
+        return []
+    notes: list[str] = []
+    halted = before.get("stop_reason")
+    if halted in HALTED:
+        why = before.get("stop_message") or ""
+        notes.append(
+            f"resuming campaign '{campaign.name}' after it halted ({halted}"
+            + (f": {why}" if why else "")
+            + "); `autoresearch log` shows the attempt that halted it"
+        )
+    base = records[0].commit
+    head = head_of(campaign.root)
+    if base and head != base and head != before.get("head_seen"):
+        repo = workspace.repo
+        count = repo.run("rev-list", "--count", f"{base}..{head}", check=False).strip()
+        if count.isdigit() and int(count) > 0:
+            notes.append(
+                f"your HEAD has {count} commit{'s' if int(count) > 1 else ''} that the "
+                f"campaign's base {base[:10]} does not; the campaign goes on from its own "
+                "best without them (`autoresearch apply` merges its change onto your HEAD; "
+                "a new campaign under another name starts from it)"
+            )
+    return notes
+
+
 def check_same_judge(
     campaign: Campaign, state: StateFile, settings: dict[str, Any], resumed: bool
 ) -> None:

@@ -22,11 +22,13 @@ answers only requests carrying its token (`ray_token`), which no sandbox can rea
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import logging
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -459,14 +461,23 @@ def measure_on_worker(
             env = {**env, "AUTORESEARCH_WORKSPACE": str(folder)}
             stem_path = work / "logs" / stem
             stem_path.parent.mkdir()
+            # The harness is checked where it ran, before and after: the engine's own check
+            # sees its own folder, never this one (and without a sandbox here nothing made
+            # the harness read-only).
+            before = _digests(folder, spec.protected)
             measured = executor.run(spec, workspace=folder, env=env, log_stem=stem_path)
+            changed = _first_changed(folder, before)
         finally:
             executor.close()
+        outcome, reason = str(measured.outcome), measured.reason
+        if changed is not None:
+            outcome = str(Status.TAMPERED)
+            reason = f"{changed} changed while it ran on the Ray worker"
         return {
-            "outcome": str(measured.outcome),
+            "outcome": outcome,
             "value": measured.value,
             "seconds": measured.seconds,
-            "reason": measured.reason,
+            "reason": reason,
             "signal": measured.signal,
             "hygiene": measured.hygiene,
             "stdout": _tail(stem_path.with_suffix(".out")),
@@ -474,3 +485,28 @@ def measure_on_worker(
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _digest(path: Path) -> str:
+    """A file's content hash; anything but a regular file by its kind, never opened (a
+    pipe put in a harness file's place would block)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return f"mode {stat.S_IFMT(st.st_mode):o}"
+        digest = hashlib.sha256()
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+
+
+def _digests(folder: Path, names: tuple[str, ...]) -> dict[str, str]:
+    return {name: _digest(folder / name) for name in names}
+
+
+def _first_changed(folder: Path, before: dict[str, str]) -> str | None:
+    after = _digests(folder, tuple(before))
+    return next((name for name, digest in before.items() if after[name] != digest), None)

@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -91,6 +92,41 @@ DEFAULT_HOME_READABLE = (
 )
 
 
+# Where toolchains keep settings that may hold a token (a registry's, a channel's): hidden
+# inside the toolchain folders the home allowlist shows, relative to each.
+TOOLCHAIN_SETTINGS = (
+    "pip.conf",
+    "etc/pip.conf",
+    ".condarc",
+    "condarc",
+    ".npmrc",
+    "etc/npmrc",
+    ".pypirc",
+    "credentials",
+    "credentials.toml",
+    ".credentials.json",
+    "auth.json",
+    "versions/*/pip.conf",
+    "versions/*/etc/pip.conf",
+    "versions/node/*/etc/npmrc",
+    "envs/*/pip.conf",
+    "envs/*/.condarc",
+    "envs/*/condarc",
+)
+
+
+@lru_cache(maxsize=8)
+def settings_within(shown: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The settings files inside the shown toolchain folders (found once per process: the
+    commands cannot write there)."""
+    found: list[Path] = []
+    for folder in shown:
+        if folder.is_dir():
+            for pattern in TOOLCHAIN_SETTINGS:
+                found += folder.glob(pattern)
+    return tuple(found)
+
+
 # Hidden from every sandbox whatever the settings say: Ray's session folders (its sockets,
 # logs, the cluster's address) and Kerberos ticket caches, which live outside the home.
 def always_hidden(env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
@@ -107,6 +143,22 @@ def home_allowlist(
     toolchains this engine and PATH run from (an interpreter under home, a virtual
     environment's folder, a `bin` on PATH). (None, ()) when there is no home to cover."""
     env = os.environ if env is None else env
+    key = (tuple(readable), path_env, env.get("VIRTUAL_ENV", ""), env.get("CONDA_PREFIX", ""))
+    return _home_allowlist(*key, os.environ.get("HOME", ""), int(time.monotonic() // 30))
+
+
+# Every command the engine starts asks for the allowlist, which resolves some forty paths
+# (10 ms on a loaded machine): it is looked up at most once per 30 seconds (the last
+# argument), so a toolchain installed meanwhile is shown from the next period on.
+@lru_cache(maxsize=8)
+def _home_allowlist(
+    readable: tuple[str, ...],
+    path_env: str,
+    venv: str,
+    conda: str,
+    home_env: str,
+    period: int,
+) -> tuple[Path | None, tuple[Path, ...]]:
     try:
         home = Path.home().resolve()
     except (KeyError, RuntimeError):
@@ -121,9 +173,7 @@ def home_allowlist(
     for entry in [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix, executable]:
         if entry:
             found.append(Path(entry))
-    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        if env.get(name):
-            found.append(Path(env[name]))
+    found += [Path(prefix) for prefix in (venv, conda) if prefix]
     found.append(package)
     shown: list[Path] = []
     for path in found:
@@ -251,7 +301,14 @@ def _protect(boundary: Boundary) -> list[str]:
     base = boundary.workdir
     for name in boundary.protected:
         path = base / name
-        if not path.is_file() or path.is_symlink():
+        if path.is_symlink():
+            # A link is fingerprinted by the name it points at; what it points at, when
+            # that is in the folder, is the file the harness reads.
+            target = path.resolve()
+            if not target.is_relative_to(base) or not target.is_file():
+                continue
+            path = target
+        if not path.is_file():
             continue
         for parent in reversed(path.relative_to(base).parents[:-1]):
             folders[base / parent] = None
@@ -260,6 +317,12 @@ def _protect(boundary: Boundary) -> list[str]:
         args += ["--bind", str(folder), str(folder)]
     for path in files:
         args += ["--ro-bind", str(path), str(path)]
+    # Beside a harness module, compiled bytecode would be imported in its place (Python
+    # trusts a .pyc whose recorded source time and size match): its cache folder is empty
+    # and read-only there, so the module is compiled from its protected source.
+    caches = dict.fromkeys(p.parent / "__pycache__" for p in files if p.suffix == ".py")
+    for cache in caches:
+        args += ["--tmpfs", str(cache), "--remount-ro", str(cache)]
     return args
 
 
@@ -498,7 +561,7 @@ def engine_boundary(
     return Boundary(
         workdir=workdir,
         tmpdir=tmpdir,
-        hidden=(root.resolve(), *deny_read, *always_hidden()),
+        hidden=(root.resolve(), *deny_read, *always_hidden(), *settings_within(shown)),
         readonly=(*readonly, *interpreter_dirs(path_env, root), *shown),
         writable=tuple(writable),
         network=network,

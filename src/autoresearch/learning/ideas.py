@@ -44,8 +44,13 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+?)\s*$")
 _ORIGIN = re.compile(r"\s*\(attempt \d+\)$")
 
 
+# Control characters (C0, DEL, C1): the backlog is a file of the user's checkout, which
+# `cat` prints raw, so an escape sequence a proposer wrote must never reach it.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _clean(text: str) -> str:
-    return " ".join(text.replace("\x00", "").split())[:IDEA_CHARS]
+    return " ".join(_CONTROL.sub("", text).split())[:IDEA_CHARS]
 
 
 def _key(idea: str) -> str:
@@ -88,8 +93,9 @@ def ideas_in_output(path: str | None) -> list[str]:
     return found[:IDEAS_PER_ATTEMPT]
 
 
-def append_ideas(path: Path, ideas: Sequence[str], iteration: int) -> list[str]:
-    """Add the ideas the backlog does not hold yet; returns those added."""
+def append_ideas(path: Path, ideas: Sequence[str], iteration: int | None) -> list[str]:
+    """Add the ideas the backlog does not hold yet, tagged with the attempt whose proposer
+    had them (none for an idea a person or an agent added); returns those added."""
     known = {_key(i) for i in read_backlog(path)}
     new = []
     for idea in ideas:
@@ -106,7 +112,8 @@ def append_ideas(path: Path, ideas: Sequence[str], iteration: int) -> list[str]:
         before = "# Ideas backlog\n\nOne idea per list item; the proposer reads them.\n\n"
     if before and not before.endswith("\n"):
         before += "\n"
-    added = "".join(f"- {idea} (attempt {iteration})\n" for idea in new)
+    tag = "" if iteration is None else f" (attempt {iteration})"
+    added = "".join(f"- {idea}{tag}\n" for idea in new)
     # Written aside and renamed: a kill mid-write never leaves the user's backlog cut short.
     scratch = path.with_name(f".{path.name}.autoresearch-tmp")
     write_text(scratch, before + added)
@@ -318,17 +325,14 @@ def mcp_ideas(tools: Any) -> Callable[..., IdeasResult]:
         idea = _clean(add)
         if idea:
             from autoresearch.config import load_campaign
-            from autoresearch.store.ledger import Ledger
-            from autoresearch.store.locate import find_state_dir
 
             cfg = load_campaign(root, config).config
             if not cfg.ideas:
                 raise AutoresearchError(
                     'this campaign has no ideas backlog (ideas = ""); set `ideas` in its config.'
                 )
-            records = Ledger(find_state_dir(root, config)).read()
-            last = max((r.iteration for r in records), default=0)
-            added = append_ideas(root / cfg.ideas, [idea], last)
+            # Added by the agent, not by a proposer's attempt: no attempt tag.
+            added = append_ideas(root / cfg.ideas, [idea], None)
         return IdeasResult(added=added, ideas=[e.to_json() for e in listing(root, config)])
 
     return ideas

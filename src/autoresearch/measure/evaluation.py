@@ -103,10 +103,62 @@ def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
 
 
 def last_lines(*paths: Path) -> str:
-    """The last non-empty lines a failed guard printed (stdout first, then stderr): the
-    failing tests' names, usually."""
-    shown = [line.strip()[:200] for line in log_tail(paths)[-GUARD_LINES:]]
+    """What a failed guard says failed (stdout first, then stderr): pytest's short test
+    summary lines, else the last meaningful lines; never separator rows."""
+    shown = failure_lines(log_tail(paths))
     return ("; last lines: " + " | ".join(shown)) if shown else ""
+
+
+LINE_CHARS = 300
+# A row drawn with one character repeated, with or without a title: `====`, `!!!! x !!!!`.
+_RULE = re.compile(r"^([=\-!_*#~+.<>])\1{3,}\s*(.*?)\s*(?:\1{3,})?$")
+# Rows that only announce what follows.
+_HEADINGS = {"short test summary info", "FAILURES", "ERRORS", "warnings summary"}
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$")
+
+
+def failure_lines(lines: list[str], count: int = GUARD_LINES) -> list[str]:
+    """The lines of a failed command's output worth a person's reading: pytest's `FAILED
+    path::test - message` lines (the message taken whole from the failure's `E` line when
+    pytest cut it to the terminal's width) and its tally, or else the last lines that are
+    not separator rows."""
+    kept: list[str] = []
+    for line in (text.strip() for text in lines):
+        rule = _RULE.match(line)
+        if rule is not None:
+            line = rule.group(2).strip()
+            # A test's section header (`____ test_y ____`) and pytest's own headings
+            # announce what follows; a titled row's title (the tally) is kept.
+            if not line or rule.group(1) == "_" or line in _HEADINGS:
+                continue
+            if line.startswith("test session starts"):
+                continue
+        kept.append(line)
+    failed = [line for line in kept if _SUMMARY.match(line)]
+    if not failed:
+        return [line[:LINE_CHARS] for line in kept[-count:]]
+    tally = [line for line in kept if re.search(r"\b\d+ (failed|errors?)\b", line)]
+    shown = [_whole(line, lines) for line in failed[:count]]
+    if len(failed) > count:
+        shown.append(f"... and {len(failed) - count} more failed")
+    return [line[:LINE_CHARS] for line in shown + tally[-1:]]
+
+
+def _whole(summary: str, lines: list[str]) -> str:
+    """A pytest summary line whose message was cut ("- AssertionError: asse...") with the
+    message taken from the first `E` line of that test's section, when it is in the tail."""
+    match = _SUMMARY.match(summary)
+    if match is None or not (match.group(3) or "").endswith("..."):
+        return summary
+    test = match.group(2).rsplit("::", 1)[-1]
+    inside = False
+    for line in lines:
+        text = line.strip()
+        if text.startswith("_") and text.strip("_ ") in (test, match.group(2)):
+            inside = True
+        elif inside and text.startswith("E "):
+            return f"{match.group(1)} {match.group(2)} - {text[1:].strip()}"
+    return summary
 
 
 SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
@@ -303,6 +355,7 @@ class Evaluator:
         expect = swap.digests if swap is not None else {}
         measuring = spec is self.metric or swap is not None
         self._put_in_place(swap)
+        around = self.fingerprint.around(self.campaign, self.tree.path)
         result = self._execute(spec, iteration, stem, measuring)
         if result.signal is not None and not self.fingerprint.changed(
             self.campaign, self.tree.path, expect
@@ -321,7 +374,9 @@ class Evaluator:
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
-        tampered = self.fingerprint.changed(self.campaign, self.tree.path, expect)
+        tampered = self.fingerprint.changed(
+            self.campaign, self.tree.path, expect
+        ) or self.fingerprint.joined(self.campaign, self.tree.path, around)
         value = result.value if measuring else 0.0
         if not tampered and result.ok and is_metric and self.readings:
             # Read before the folder is cleaned: the files the run wrote go with it.
@@ -329,11 +384,18 @@ class Evaluator:
         self.tree.settle()
         if tampered:
             out.failure = Status.TAMPERED
-            out.reason = f"{tampered} changed while the {'metric' if is_metric else 'guard'} ran"
+            what = "metric" if is_metric else "guard"
+            verb = "appeared" if tampered not in self.fingerprint.files else "changed"
+            if tampered == self.campaign.display_path():
+                verb = "changed"
+            out.reason = f"{tampered} {verb} while the {what} ran"
             return None
         if result.signal is not None:
             out.failure = Status.INTERRUPTED
             out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}, twice"
+            return None
+        if result.outcome == Status.TAMPERED:  # seen where it ran (a Ray worker)
+            out.failure, out.reason = Status.TAMPERED, result.reason
             return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -223,7 +224,87 @@ class Fingerprint:
                 return path
         return None
 
+    def around(self, campaign: Campaign, workspace: Path) -> frozenset[str]:
+        """The files where a new one would join the judge: below each harness glob's
+        literal folder, and beside each harness module. Taken before a run; `joined`
+        compares after it."""
+        found: set[str] = set()
+        for folder, deep in _judge_folders(campaign.config.harness, self.files):
+            found |= _listing(workspace, folder, deep)
+        return frozenset(found)
+
+    def joined(self, campaign: Campaign, workspace: Path, before: frozenset[str]) -> str | None:
+        """A file that appeared during the run and now takes part in the judge: one a
+        harness glob matches (a test pytest collects), or a module beside a harness module
+        (a standard module's name, compiled bytecode, an extension), which the harness would
+        import in place of the real one. None when nothing joined."""
+        matcher = PathMatcher(campaign.config.harness) if campaign.config.harness else None
+        modules = {str(Path(p).parent) for p in self.files if p.endswith(".py")}
+        for path in sorted(self.around(campaign, workspace) - before):
+            folder = str(Path(path).parent)
+            if matcher is not None and matcher.matches(path) and not _cache(path):
+                return path
+            if folder in modules and path.endswith(IMPORTABLE):
+                return path
+        return None
+
     def to_json(self) -> dict[str, object]:
         """As state.json keeps it: `settings` is one digest over `measurement`, the digest
         of each measurement setting by its key."""
         return {"files": self.files, "settings": self.settings, "measurement": self.measurement}
+
+
+# What Python imports besides a module's source, and the folders tools write caches to
+# (a harness glob such as `tests/**` covers them, and pytest writes them on every run).
+IMPORTABLE = (".py", ".pyc", ".so", ".pth", ".pyd")
+CACHE_NAMES = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis")
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _cache(path: str) -> bool:
+    return any(part in CACHE_NAMES for part in Path(path).parts)
+
+
+def _judge_folders(patterns: list[str], files: Mapping[str, str]) -> list[tuple[str, bool]]:
+    """(folder, walk below it) pairs: each glob's literal folder, walked; each harness
+    module's folder, its own entries only."""
+    found: dict[str, bool] = {}
+    for pattern in patterns:
+        literal: list[str] = []
+        for part in pattern.strip("/").split("/"):
+            if _GLOB.search(part):
+                break
+            literal.append(part)
+        else:
+            continue  # a plain path: the file itself, fingerprinted
+        found[("/".join(literal)) or "."] = True
+    for path in files:
+        if path.endswith(".py"):
+            found.setdefault(str(Path(path).parent), False)
+    return list(found.items())
+
+
+# A run may write much; a walk that finds more than this many entries stops (what it found
+# is compared; the fingerprint of the known files still holds).
+_WALK_CAP = 100_000
+
+
+def _listing(workspace: Path, folder: str, deep: bool) -> set[str]:
+    base = workspace / folder
+    found: set[str] = set()
+    if not deep:
+        try:
+            with os.scandir(base) as entries:
+                for entry in entries:
+                    found.add(os.path.normpath(os.path.join(folder, entry.name)))
+        except OSError:
+            pass
+        return found
+    for top, dirs, names in os.walk(base):
+        dirs[:] = [d for d in dirs if d not in CACHE_NAMES]
+        rel = os.path.relpath(top, workspace)
+        for name in (*names, *dirs):
+            found.add(os.path.normpath(os.path.join(rel, name)))
+        if len(found) > _WALK_CAP:
+            break
+    return found

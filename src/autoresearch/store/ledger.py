@@ -46,6 +46,15 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
         raise
 
 
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """What changes whenever anyone writes or replaces the file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def encode_line(line: str) -> bytes:
     """A JSON line as UTF-8. A file name that is not UTF-8 reaches us as lone surrogates
     (`surrogateescape`), which UTF-8 cannot hold; JSON can, as `\\udcff` escapes, and they
@@ -76,6 +85,9 @@ class Ledger:
         self.path = state_dir / "ledger.jsonl"
         self.tsv_path = state_dir / "results.tsv"
         self.torn_path = state_dir / "ledger.torn"
+        # The file as this object's last append left it, and the hash of that line: the
+        # next append chains to it without reading the whole ledger again.
+        self._tail: tuple[tuple[int, int, int], str] | None = None
 
     def read(self) -> list[AttemptRecord]:
         """Every complete record, typed. Reading stops at a line that is not JSON (a torn
@@ -132,6 +144,8 @@ class Ledger:
         return f"a torn last line of {self.path.name} was moved to {self.torn_path.name}"
 
     def last_hash(self) -> str | None:
+        if self._tail is not None and self._tail[0] == _identity(self.path):
+            return self._tail[1]
         lines = self._lines()
         return line_hash(lines[-1]) if lines else None
 
@@ -144,10 +158,15 @@ class Ledger:
     def _write(self, data: dict[str, Any], record: AttemptRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=False)
+        raw = encode_line(line)
         with append_own(self.path, "ledger") as handle:
-            handle.write(encode_line(line))
+            handle.write(raw)
             handle.flush()
             os.fsync(handle.fileno())
+            st = os.fstat(handle.fileno())
+        # The hash of the line as it reads back (the bytes written, which are UTF-8).
+        written = hashlib.sha256(raw[:-1]).hexdigest()
+        self._tail = ((st.st_ino, st.st_size, st.st_mtime_ns), written)
         self._append_tsv(record)
 
     def _append_tsv(self, record: AttemptRecord) -> None:
@@ -176,6 +195,7 @@ class StateFile:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "state.json"
+        self._staged: dict[str, Any] = {}
 
     def read(self) -> dict[str, Any]:
         try:
@@ -184,10 +204,17 @@ class StateFile:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def stage(self, **fields: Any) -> None:
+        """Merge `fields` in with the next `update`, which is due at once: one write
+        instead of two (each is a new file renamed into place)."""
+        self._staged.update(fields)
+
     def update(self, durable: bool = True, **fields: Any) -> dict[str, Any]:
         """Merge `fields` in. Progress updates pass durable=False: losing one to a power
         cut costs nothing, and they come several times per attempt."""
         data = self.read()
+        data.update(self._staged)
         data.update(fields)
+        self._staged = {}
         write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n", durable)
         return data

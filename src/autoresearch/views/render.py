@@ -131,8 +131,14 @@ def safe(text: str, one_line: bool = True) -> str:
     return escape(printable(text, one_line))
 
 
-def signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.4g}"
+def signed(value: float | None, noise: float | None = None) -> str:
+    """A difference with its sign: to its noise's two significant digits when known."""
+    if value is None:
+        return "-"
+    if noise is None:
+        return f"{value:+.4g}"
+    text = num(value, noise)
+    return text if text.startswith("-") else f"+{text}"
 
 
 def gain(delta: float | None, direction: str) -> float | None:
@@ -142,12 +148,14 @@ def gain(delta: float | None, direction: str) -> float | None:
     return None if delta is None else decide_gain(delta, 0.0, direction)
 
 
-def gain_text(delta: float | None, direction: str, pct: float | None = None) -> str:
+def gain_text(
+    delta: float | None, direction: str, pct: float | None = None, noise: float | None = None
+) -> str:
     """ "gain +3 (+42.86%), delta -3": the improvement first, the raw difference beside it."""
     if delta is None:
         return "gain -"
     share = "" if pct is None else f" ({pct:+.2f}%)"
-    return f"gain {signed(gain(delta, direction))}{share}, delta {signed(delta)}"
+    return f"gain {signed(gain(delta, direction), noise)}{share}, delta {signed(delta, noise)}"
 
 
 def holdout_text(record: AttemptRecord) -> str:
@@ -269,8 +277,10 @@ def attempts_table(
     with_commit: bool = True,
     width: int = 100,
     direction: str = "minimize",
+    noise: float | None = None,
 ) -> Table:
-    """Attempts as a table: number, status, metric, gain, delta, (commit,) description."""
+    """Attempts as a table: number, status, metric, gain, delta, (commit,) description;
+    numbers to the digits `noise` supports when it is known."""
     table = Table(show_edge=False, header_style="bold")
     columns = [
         "#",
@@ -294,9 +304,9 @@ def attempts_table(
         cells = [
             str(record.iteration),
             f"[{STATUS_STYLE[record.status]}]{record.status}[/]",
-            num(record.metric),
-            signed(gain(record.delta, direction)),
-            signed(record.delta),
+            num(record.metric, noise),
+            signed(gain(record.delta, direction), noise),
+            signed(record.delta, noise),
         ]
         if with_commit:
             cells.append(safe((record.commit or "")[:10]))

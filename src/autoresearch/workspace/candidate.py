@@ -22,6 +22,9 @@ class Candidate:
     staged: bool = True
     # Why git could not store the change (a name it refuses, such as `lib/.GIT`), if so
     unstorable: str = ""
+    # `path +added/-removed` per changed file, as `git diff --numstat` counts the lines
+    # (None: not counted yet)
+    diffstat: str | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -73,3 +76,13 @@ def message_bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file name produced
         return text.encode("utf-8", "backslashreplace")
+
+
+def numstat_text(lines: list[str]) -> str:
+    """`git diff --numstat` lines (`added<TAB>removed<TAB>path`) as the history shows them:
+    `path +added/-removed` for the first eight files."""
+    parts = []
+    for line in lines[:8]:
+        added, removed, path = line.split("\t", 2)
+        parts.append(f"{path} +{added}/-{removed}")
+    return ", ".join(parts)

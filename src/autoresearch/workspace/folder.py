@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from autoresearch.workspace.candidate import (
     Scan,
     message_bytes,
     nul_join,
+    numstat_text,
     outermost,
     split_nul,
     under,
@@ -49,6 +51,7 @@ from autoresearch.workspace.refused import refused_diff
 from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
 from autoresearch.workspace.submodules import Submodules
 
+FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a commit id as git writes it in HEAD
 # The paths a refused flood of changes is named by in its record (the count says the rest).
 NAMED_IN_A_FLOOD = 20
 
@@ -75,6 +78,10 @@ class Workspace:
         self._index_digest: tuple[int, int, int, int] | None = None
         self.subs = Submodules(root, self.path, state_dir, self.repo, lambda: self.git)
         self._private_head: str | None = None
+        # The proposer's `.git` is remade only when something may read it (see
+        # `proposer_runs_commands`): `_private_due` is the head it waits to be made at.
+        self._private_lazy = False
+        self._private_due: str | None = None
         # Marks on the files while a sealed proposer works: its changes, named by the kernel.
         self._watch: FolderWatch | None = None
         # Whether the files are exactly HEAD's commit (what the marks' account starts from).
@@ -243,7 +250,28 @@ class Workspace:
                 raise OSError(code, f"git could not store the change: {problem}")
         return problem
 
+    def proposer_runs_commands(self, runs: bool) -> None:
+        """Say, before each proposal, whether the proposer starts processes (an agent, a
+        command), which may read and write its `.git`. One that writes only through its own
+        code never looks at it: then the `.git` is not remade after every attempt but once
+        a proposer that runs commands comes, or the run ends (`settle_private_git`)."""
+        self._private_lazy = not runs
+        if runs:
+            self.settle_private_git()
+
+    def settle_private_git(self) -> None:
+        """The proposer's `.git` made now if it waits to be."""
+        if self._private_due is not None:
+            self.check()
+            self._make_private_git(self._private_due)
+
     def _private_git(self, head: str) -> None:
+        if self._private_lazy:
+            self._private_due = head
+        else:
+            self._make_private_git(head)
+
+    def _make_private_git(self, head: str) -> None:
         """The proposer's own `.git` in the workspace, made afresh: a branch at `head`,
         objects borrowed from the user's store, an index matching the files."""
         make_private_git(
@@ -255,10 +283,13 @@ class Workspace:
             self.exclude_file,
         )
         self._private_head = head
+        self._private_due = None
 
     def _agent_moved(self) -> bool:
         """Whether the proposer moved HEAD or the branch in its own `.git` (for the record
         only: the engine reads the files, never these refs)."""
+        if self._private_due is not None:
+            return False  # no proposer that runs commands had it since it was last made
         dotgit = self.path / ".git"
         if not real_dir(dotgit):
             return True
@@ -459,23 +490,32 @@ class Workspace:
         more than was named to it (the files of a folder that became a looping link read as
         gone): a refused path among them unstages it all, and the candidate names them."""
         changes: list[Change] = []
+        counted: list[str] = []
         if tree != incumbent_tree:
+            # One pass names the changes (`:modes oids STATUS`, path) and counts their
+            # lines (`added<TAB>removed<TAB>path`, as `git diff --numstat` does).
             out = self.git.run_bytes(
-                "diff-tree", "-r", "-z", "--no-renames", "--name-status", incumbent_tree, tree
+                "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", incumbent_tree, tree
             )
             items = split_nul(out)
-            # A type change (a file made a link) reads as an edit, as the scan names it.
-            changes = sorted(
-                (
-                    Change(items[i].replace("T", "M"), items[i + 1])
-                    for i in range(0, len(items) - 1, 2)
-                ),
-                key=lambda c: c.path,
-            )
+            i = 0
+            while i + 1 < len(items) and items[i].startswith(":"):
+                # A type change (a file made a link) reads as an edit, as the scan names it.
+                status = items[i].rpartition(" ")[2].replace("T", "M")
+                changes.append(Change(status, items[i + 1]))
+                i += 2
+            counted = items[i:]
+            changes.sort(key=lambda c: c.path)
         if not all(admit(c.path) for c in changes):
             self._reset_index(incumbent)
             return Candidate(incumbent_tree, changes, ignored, head_moved=moved, staged=False)
-        return Candidate(tree=tree, changes=changes, ignored=ignored, head_moved=moved)
+        return Candidate(
+            tree=tree,
+            changes=changes,
+            ignored=ignored,
+            head_moved=moved,
+            diffstat=numstat_text(counted) if changes else None,
+        )
 
     def _beyond_caps(
         self,
@@ -656,11 +696,7 @@ class Workspace:
     def diffstat(self, parent: str, commit: str) -> str:
         """`path +added/-removed` per changed file, for the proposer's history."""
         out = self.git.run("diff", "--numstat", "--no-renames", parent, commit)
-        parts = []
-        for line in out.splitlines()[:8]:
-            added, removed, path = line.split("\t", 2)
-            parts.append(f"{path} +{added}/-{removed}")
-        return ", ".join(parts)
+        return numstat_text(out.splitlines())
 
     def drop_paths(self, paths: list[str]) -> None:
         """Remove untracked or ignored paths, so what is left is exactly the commit."""
@@ -731,12 +767,25 @@ class Workspace:
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
         self.repo.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
-        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+        self._point_head(commit)
 
     def move_head(self, commit: str) -> None:
         """Point the workspace's HEAD at `commit`, whose files it holds already (a slot's
-        candidate that was kept)."""
-        self.git.run("update-ref", "--no-deref", "HEAD", commit)
+        candidate that was kept; the engine's own workspace is there already)."""
+        if read_small(self.gitdir / "HEAD") != f"{commit}\n".encode():
+            self._point_head(commit)
+
+    def _point_head(self, commit: str) -> None:
+        """HEAD of the engine's own git directory detached at `commit`, written as git
+        writes it (a new file renamed over the old one) without starting git: no git
+        command of the engine's runs in that directory meanwhile."""
+        if not FULL_ID.fullmatch(commit):
+            self.git.run("update-ref", "--no-deref", "HEAD", commit)
+            return
+        self.own_gitdir.check()
+        new = self.gitdir / "HEAD.new"
+        write_file(new, f"{commit}\n".encode())
+        os.replace(new, self.gitdir / "HEAD")
 
     def record_ref(self, iteration: int, commit: str) -> None:
         self.repo.run("update-ref", self.attempt_ref(iteration), commit)

@@ -4,7 +4,6 @@ shared paths, and the engine's clones of submodules."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -67,6 +66,9 @@ def clone_submodule(url: str, local: bool, clone: Path, commit: str) -> str:
     return ""
 
 
+PRIVATE_CONFIG = b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+
+
 def make_private_git(
     dotgit: Path,
     objects: Path,
@@ -76,22 +78,93 @@ def make_private_git(
     exclude: Path | None,
 ) -> None:
     """A `.git` folder for the proposer, made afresh: whatever was there (a link, a file
-    pointing elsewhere, hooks, config) is removed, never followed."""
-    remove(dotgit)
-    (dotgit / "objects" / "info").mkdir(parents=True)
-    (dotgit / "refs" / "heads").mkdir(parents=True)
-    (dotgit / "refs" / "tags").mkdir()
-    (dotgit / "info").mkdir()
-    write_file(dotgit / "objects" / "info" / "alternates", f"{objects}\n".encode())
-    write_file(dotgit / "HEAD", head)
-    write_file(dotgit / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
-    for ref, commit in refs.items():
-        (dotgit / ref).parent.mkdir(parents=True, exist_ok=True)
-        write_file(dotgit / ref, f"{commit}\n".encode())
+    pointing elsewhere, hooks, config) is removed, never followed. One that holds exactly
+    what would be made (every entry a real folder or a file of one link, nothing more) is
+    kept, its files that differ written anew: removing and making a dozen entries is what
+    costs on a busy disk, reading them is not."""
+    files: dict[str, bytes] = {
+        "objects/info/alternates": f"{objects}\n".encode(),
+        "HEAD": head,
+        "config": PRIVATE_CONFIG,
+        **{ref: f"{commit}\n".encode() for ref, commit in refs.items()},
+    }
     if index.is_file():
-        shutil.copyfile(index, dotgit / "index")
+        files["index"] = index.read_bytes()
     if exclude is not None:
-        shutil.copyfile(exclude, dotgit / "info" / "exclude")
+        files["info/exclude"] = exclude.read_bytes()
+    folders = {"objects", "objects/info", "refs", "refs/heads", "refs/tags", "info"}
+    for name in files:
+        parent = name.rpartition("/")[0]
+        while parent:
+            folders.add(parent)
+            parent = parent.rpartition("/")[0]
+    found = _entries(dotgit)
+    kept = (
+        found is not None
+        and set(found) == folders | set(files)
+        and all(found[name] is None for name in folders)
+        and all(found[name] is not None for name in files)
+    )
+    if found is None or not kept:
+        remove(dotgit)
+        for folder in sorted(folders):
+            (dotgit / folder).mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            write_file(dotgit / name, data)
+        return
+    for name, data in files.items():
+        if found[name] != data:
+            write_new(dotgit / name, data)
+
+
+def _entries(dotgit: Path) -> dict[str, bytes | None] | None:
+    """Every entry under `dotgit`: a folder as None, a file as its bytes; None when one is
+    anything else (a link, a file with another name elsewhere, a pipe) or unreadable."""
+    found: dict[str, bytes | None] = {}
+    try:
+        if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
+            return None
+        pending = [""]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(dotgit / rel if rel else dotgit) as listing:
+                for entry in listing:
+                    name = f"{rel}/{entry.name}" if rel else entry.name
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        found[name] = None
+                        pending.append(name)
+                    elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                        found[name] = _read_exactly(dotgit / name, st.st_size)
+                    else:
+                        return None
+    except OSError:
+        return None
+    return found
+
+
+def _read_exactly(path: Path, size: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        chunks = []
+        while size > 0:
+            chunk = os.read(fd, size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """`path` holding `data`, as a new file renamed over whatever stood there (never
+    written through a link, nor into a file that has another name elsewhere)."""
+    scratch = path.with_name(f".{path.name}.new")
+    remove(scratch)
+    write_file(scratch, data)
+    os.replace(scratch, path)
 
 
 def link_shares(root: Path, folder: Path, share: list[str], exact: bool = False) -> None:
