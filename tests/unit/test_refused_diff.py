@@ -124,3 +124,28 @@ def test_a_kept_attempt_has_no_refused_mark(tmp_path: Path, invoke: Runner) -> N
     out = invoke(repo, "diff", "1")
     assert "REFUSED" not in out.stdout and "+N = 9" in out.stdout
     assert not (repo / ".autoresearch/t/refused").exists()
+
+
+def test_the_kept_text_is_bounded_and_never_holds_a_binary_file(tmp_path: Path) -> None:
+    from autoresearch.gitcmd import Git
+    from autoresearch.testing.repo import make_repo
+    from autoresearch.workspace import Change
+    from autoresearch.workspace.refused import MAX_FILES_SHOWN, refused_diff
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    (repo / "blob.bin").write_bytes(b"BINARY_MARK\0" * 100)
+    (repo / "a.txt").write_text("two\n" * 5000)
+    (repo / "link").symlink_to("/etc/passwd")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    names = [Change("A", "blob.bin"), Change("M", "a.txt"), Change("A", "link")]
+    text = refused_diff(Git(repo), repo, head, names, limit=4096)
+    assert "blob.bin: not shown (before: absent; after: binary, 1200 bytes)" in text
+    assert "BINARY_MARK" not in text and "root:" not in text  # the link named, not followed
+    assert len(text.encode()) < 4096 + 100 and text.endswith("cut here, at 4096 bytes\n")
+    for i in range(MAX_FILES_SHOWN + 5):
+        (repo / f"f{i}").write_text("x\n")
+    flood = [Change("A", f"f{i}") for i in range(MAX_FILES_SHOWN + 5)]
+    text = refused_diff(Git(repo), repo, head, flood)
+    assert text.count("+++ b/f") == MAX_FILES_SHOWN and text.endswith(
+        "5 more changed files, not shown\n"
+    )

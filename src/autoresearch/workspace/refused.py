@@ -6,7 +6,8 @@ instead, as a bounded unified diff, into the campaign folder (`refused/<N>.diff`
 no sandbox sees. The diff is made from the workspace folder, where the proposer left the
 files, against the commit the attempt started from. A binary file, or one larger than
 `MAX_SHOWN_FILE` (or the campaign's `[scope] max_file_mb` cap), is named with its size and
-never read; the whole text stops at `MAX_DIFF_BYTES` with a line that says so.
+never read; the whole text stops at `MAX_DIFF_BYTES`, and after `MAX_FILES_SHOWN` files,
+with a line that says so.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from autoresearch.workspace.candidate import Change
 
 MAX_DIFF_BYTES = 256 << 10
 MAX_SHOWN_FILE = 1 << 20
+MAX_FILES_SHOWN = 200  # each file costs a few git calls: a flood is named, not shown whole
 SNIFF = 8000  # as git does: a NUL byte among the first 8000 makes a file binary
 FOLDER = "refused"
 
@@ -88,7 +90,7 @@ def _new(folder: Path, path: str, limit: int) -> _Side:
 
 
 def _pieces(git: Git, folder: Path, start: str, changes: list[Change], limit: int) -> Iterator[str]:
-    for change in changes:
+    for change in changes[:MAX_FILES_SHOWN]:
         path = change.path
         old = _old(git, start, path, limit)
         new = _new(folder, path, limit)
@@ -105,6 +107,8 @@ def _pieces(git: Git, folder: Path, start: str, changes: list[Change], limit: in
             yield line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
         if not shown:
             yield f"{path}: content unchanged (its mode or type changed)\n"
+    if len(changes) > MAX_FILES_SHOWN:
+        yield f"... and {len(changes) - MAX_FILES_SHOWN} more changed files, not shown\n"
 
 
 def _bounded(pieces: Iterable[str], limit: int) -> str:
