@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from autoresearch.config import Campaign, parse_config
 from autoresearch.engine.recording import kept_level
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.integrity import Fingerprint
 from autoresearch.stats.decide import Verdict
 from autoresearch.workspace import Candidate
 from decisions import (
@@ -82,10 +83,12 @@ class Replica:
         return Measurement("ok", value, 0.0, "", log_stem)
 
 
-class _Unchanged:
-    files = ()  # no harness file
+class _Unchanged(Fingerprint):
+    """No harness file, and nothing ever changes."""
 
-    def changed(self, campaign: Campaign, workspace: Path) -> None:
+    def changed(
+        self, campaign: Campaign, workspace: Path, expect: Mapping[str, str] | None = None
+    ) -> None:
         return None
 
 

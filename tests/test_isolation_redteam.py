@@ -235,14 +235,6 @@ def test_candidate_unmounts_what_hides_the_checkout_in_a_user_namespace(tmp_path
 # == what a failed run's output carries to the proposer =========================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a failed guard's last lines go into the attempt's reason and the rework prompt "
-        "verbatim: what the guard's environment holds (a `[sandbox] pass_env` secret the "
-        "proposer is never given) reaches the proposer if the candidate prints it"
-    ),
-)
 def test_guard_output_hands_a_metric_only_secret_to_the_proposer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,7 @@ from autoresearch.attempt import Status
 from autoresearch.config import Campaign, parse_config
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.integrity import Fingerprint
 from autoresearch.stats.decide import Verdict
 from autoresearch.workspace import Candidate
 
@@ -58,8 +59,8 @@ class Stage:
         return Measurement("ok", value, 0.0, "", NOWHERE / "log")
 
 
-class Unchanged:
-    files = ()  # no harness file
+class Unchanged(Fingerprint):
+    """No harness file, and nothing ever changes."""
 
     def changed(
         self, campaign: Campaign, workspace: Path, expect: Mapping[str, str] | None = None

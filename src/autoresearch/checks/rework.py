@@ -13,7 +13,7 @@ from the records (`pending`), so a stopped and resumed `run`, and the agent-driv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -33,15 +33,21 @@ class Rework:
     feedback: str  # the guard's output
 
 
-def after(record: AttemptRecord, previous: Rework | None, logs: Path) -> Rework | None:
-    """The rework the next attempt does, if `record` sent its candidate back."""
+def after(
+    record: AttemptRecord, previous: Rework | None, logs: Path, hide: Iterable[str] = ()
+) -> Rework | None:
+    """The rework the next attempt does, if `record` sent its candidate back. `hide`: the
+    values the guard saw that the proposer must not (`[sandbox] pass_env`)."""
     if record.status is not Status.REWORK or record.commit is None:
         return None
     tries = (previous.tries if previous else 0) + 1
-    return Rework(record.iteration, record.commit, tries, guard_output(logs, record.iteration))
+    feedback = guard_output(logs, record.iteration, hide)
+    return Rework(record.iteration, record.commit, tries, feedback)
 
 
-def pending(records: Sequence[AttemptRecord], incumbent: str, logs: Path) -> Rework | None:
+def pending(
+    records: Sequence[AttemptRecord], incumbent: str, logs: Path, hide: Iterable[str] = ()
+) -> Rework | None:
     """The rework the next attempt does, read from the ledger: the last attempt sent its
     candidate back and nothing concluded it since. An interrupted try and a decision on a
     parked candidate conclude nothing; a rework whose incumbent is not the current one any
@@ -53,7 +59,7 @@ def pending(records: Sequence[AttemptRecord], incumbent: str, logs: Path) -> Rew
             return None
         if record.parent != incumbent:
             return None
-        output = guard_output(logs, record.iteration)
+        output = guard_output(logs, record.iteration, hide)
         return Rework(record.iteration, record.commit, _tries(records, record), output)
     return None
 
@@ -79,10 +85,11 @@ def left(limit: int, current: Rework | None) -> int:
     return max(0, limit - (current.tries if current else 0))
 
 
-def guard_output(logs: Path, iteration: int) -> str:
-    """The end of what the guard printed on that attempt (stdout, then stderr)."""
+def guard_output(logs: Path, iteration: int, hide: Iterable[str] = ()) -> str:
+    """The end of what the guard printed on that attempt (stdout, then stderr), without
+    the values in `hide`."""
     paths = [logs / f"{iteration:04d}-guard{suffix}" for suffix in (".out", ".err")]
-    return "\n".join(log_tail(paths, TAIL_BYTES)[-FEEDBACK_LINES:])
+    return "\n".join(log_tail(paths, TAIL_BYTES, hide)[-FEEDBACK_LINES:])
 
 
 def context(ctx: ProposalContext, rework: Rework, limit: int) -> ProposalContext:

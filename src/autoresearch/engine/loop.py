@@ -70,7 +70,7 @@ from autoresearch.errors import AutoresearchError
 from autoresearch.events import Attempted, Listener, Noted, PhaseChanged, Started, Stopped, Warned
 from autoresearch.executors import Executor, executor_for
 from autoresearch.learning.guidance import Guide
-from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.evaluation import Evaluator, passed_values
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.measure.repeats import TreeIndex, git_trees
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
@@ -412,7 +412,8 @@ class Engine:
         if queued is not None and (queued.again is not None or queued.why is Why.APPROVED):
             return
         previous = queued.rework if queued is not None else None
-        rework = reworks.after(record, previous, self.logs)
+        hide = passed_values(self.campaign.config.sandbox.pass_env)
+        rework = reworks.after(record, previous, self.logs, hide)
         if rework is None:
             return
         self.queue.push(Queued(Why.REWORK, rework=rework), front=True)
@@ -520,7 +521,8 @@ class Engine:
     def _queue_lost(self, start: str) -> None:
         """What an engine that was killed left: each lost attempt logged as `interrupted`,
         its committed candidate queued to be measured; the rework under way queued after."""
-        rework = reworks.pending(self.records, start, self.logs)
+        hide = passed_values(self.campaign.config.sandbox.pass_env)
+        rework = reworks.pending(self.records, start, self.logs, hide)
         lost = [lost_attempt(self.state, self.records, start)]
         for warning in kill_slot_leftovers(self.campaign.state_dir):
             self.warn(warning)

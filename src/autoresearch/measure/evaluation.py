@@ -86,9 +86,26 @@ GUARD_LINES = 5  # of a failed guard's output, in the attempt's reason
 TAIL_BYTES = 16384
 
 
-def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
-    """The non-empty lines at the end of each log, in turn (right-stripped). Bounded: only
-    the last `tail_bytes` of each are read; a log that cannot be read is skipped."""
+def passed_values(pass_env: Iterable[str]) -> tuple[str, ...]:
+    """The values of the `[sandbox] pass_env` names: the metric and guard see them, the
+    proposer never does, so no text that reaches it may carry them."""
+    values = (os.environ.get(name, "") for name in pass_env)
+    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
+
+
+def redact(text: str, hide: Iterable[str]) -> str:
+    for value in hide:
+        text = text.replace(value, "[a pass_env value]")
+    return text
+
+
+def log_tail(
+    paths: Iterable[Path], tail_bytes: int = TAIL_BYTES, hide: Iterable[str] = ()
+) -> list[str]:
+    """The non-empty lines at the end of each log, in turn (right-stripped), without the
+    values in `hide`. Bounded: only the last `tail_bytes` of each are read; a log that
+    cannot be read is skipped."""
+    hide = tuple(hide)
     lines: list[str] = []
     for path in paths:
         try:
@@ -98,14 +115,15 @@ def log_tail(paths: Iterable[Path], tail_bytes: int = TAIL_BYTES) -> list[str]:
                 text = handle.read().decode("utf-8", errors="replace")
         except OSError:
             continue
-        lines += [line.rstrip() for line in text.splitlines() if line.strip()]
+        lines += [redact(line.rstrip(), hide) for line in text.splitlines() if line.strip()]
     return lines
 
 
-def last_lines(*paths: Path) -> str:
+def last_lines(*paths: Path, hide: Iterable[str] = ()) -> str:
     """What a failed guard says failed (stdout first, then stderr): pytest's short test
-    summary lines, else the last meaningful lines; never separator rows."""
-    shown = failure_lines(log_tail(paths))
+    summary lines, else the last meaningful lines; never separator rows, nor the values in
+    `hide`."""
+    shown = failure_lines(log_tail(paths, hide=hide))
     return ("; last lines: " + " | ".join(shown)) if shown else ""
 
 
@@ -231,6 +249,8 @@ class Evaluator:
             if cfg.guard
             else None
         )
+        # What the metric and guard see that the proposer must not: kept out of reasons.
+        self.hide = passed_values(sandbox.pass_env)
         # The samples of every version of the code: the pooled noise, the reference.
         self.book = SampleBook(cfg.decision.to_rule(), self.direction)
         # The metric's data files a holdout stands in for (`[holdout] in_place_of`): put in
@@ -393,15 +413,18 @@ class Evaluator:
         if result.signal is not None:
             out.failure = Status.INTERRUPTED
             out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}, twice"
+            out.reason = redact(out.reason, self.hide)
             return None
         if result.outcome == Status.TAMPERED:  # seen where it ran (a Ray worker)
             out.failure, out.reason = Status.TAMPERED, result.reason
             return None
         if not result.ok:
             out.failure = Status.TIMEOUT if result.outcome == Status.TIMEOUT else Status.CRASH
-            out.reason = f"{'metric' if is_metric else 'guard'} {result.reason}"
+            out.reason = redact(f"{'metric' if is_metric else 'guard'} {result.reason}", self.hide)
             if not is_metric and out.failure is Status.CRASH:
-                out.reason += last_lines(result.stdout_path, self.logs / f"{stem}.err")
+                out.reason += last_lines(
+                    result.stdout_path, self.logs / f"{stem}.err", hide=self.hide
+                )
             return None
         return value
 
@@ -428,7 +451,7 @@ class Evaluator:
             if self.readings.score is not None:
                 value = self.readings.composite(values)
         except MetricParseError as exc:
-            out.failure, out.reason = Status.CRASH, f"metric {exc}"
+            out.failure, out.reason = Status.CRASH, redact(f"metric {exc}", self.hide)
             return None
         out.last = values
         return value
