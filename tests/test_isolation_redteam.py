@@ -680,7 +680,7 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # the attack rides on random noise: some runs it does not get through
     reason=(
         "the sequential rule's calibrated boundaries are cached in a file of the user's "
         "(~/.cache/autoresearch/calibration-v1.json, or $AUTORESEARCH_CACHE_DIR) and read "
@@ -690,7 +690,7 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
     ),
 )
 def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_would_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     import json
 
@@ -716,6 +716,8 @@ def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_woul
         (agent_mode.workspace_path(load_campaign(repo)) / "calc.py").write_text(f"N = {n}\n")
         agent_mode.step(load_campaign(repo), f"N to {n}", executor=LocalExecutor())
 
+    # The poisoned boundaries must not outlive this test in the worker's own cache.
+    request.addfinalizer(decide.calibrated_efficacy.cache_clear)
     agent_mode.start(load_campaign(repo), executor=LocalExecutor())
     step(9)
     assert (cache / "calibration-v1.json").is_file(), "the step calibrated nothing"

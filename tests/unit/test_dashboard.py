@@ -95,9 +95,10 @@ def test_the_page_carries_every_status_and_its_properties() -> None:
             name: getattr(status, name) for name in PROPERTIES
         }
     assert statuses["keep"]["radius"] > statuses["discard"]["radius"]
-    assert statuses["guard_failed"]["point"] == "other"
+    assert statuses["guard_failed"]["point"] == "guard_failed"
+    assert statuses["no_change"]["point"] == "other"  # no colour of its own
     assert "/*" not in html.split("<script>")[0]  # every placeholder was filled
-    assert ".crash, .timeout, .tampered { fill: #d62728; }" in html
+    assert ".keep, .merged { fill: #2ca02c; }" in html and ".crash { fill: #d62728; }" in html
 
 
 def test_chromium_draws_the_old_ledger(served: str, tmp_path: Path) -> None:
@@ -134,7 +135,13 @@ def test_chromium_draws_the_old_ledger(served: str, tmp_path: Path) -> None:
     assert "autoresearch: toy" in dom, proc.stderr[-2000:]
     points = re.findall(r'<circle [^>]*r="([0-9.]+)" class="point (\w+)"', dom)
     assert sorted(points) == sorted(
-        [("3.5", "baseline"), ("5", "keep"), ("3.5", "discard"), ("3.5", "other"), ("5", "keep")]
+        [
+            ("3.5", "baseline"),
+            ("5", "keep"),
+            ("3.5", "discard"),
+            ("3.5", "guard_failed"),
+            ("5", "keep"),
+        ]
     )
     assert 'class="best-line"' in dom and dom.count('class="attempt ') == 9
     assert "best 1 at attempt 8" in dom

@@ -132,3 +132,33 @@ def test_the_step_tool_shows_the_hypothesis_its_next_step_is_recorded_against(
     (workspace / "calc.py").write_text("N = 6\n")
     tools.step("N to 6")
     assert Ledger(state).read()[-1].hypothesis == "lower N to 6"
+
+
+def test_the_server_reports_the_package_version_in_its_initialize_answer(
+    tmp_path: Path,
+) -> None:
+    """The official client over stdio, against `autoresearch mcp` in a process of its own:
+    the version it announces is the one the package is released as (pyproject.toml)."""
+    import os
+    import tomllib
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    released = tomllib.loads((src.parent / "pyproject.toml").read_text())["project"]["version"]
+    repo = make_repo(tmp_path / "repo", {"calc.py": "N = 1\n"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "autoresearch", "mcp"],
+        cwd=str(repo),
+        env={**os.environ, "PYTHONPATH": str(src)},
+    )
+
+    async def drive() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await session.initialize()
+
+    answer = anyio.run(drive)
+    assert answer.server_info.name == mcp_server.SERVER_NAME
+    assert answer.server_info.version == released != ""

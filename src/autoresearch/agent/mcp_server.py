@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field
 
+from autoresearch import __version__
 from autoresearch.agent.pause import LOCK_NAME, PAUSE_ENV, Root, paused
 from autoresearch.errors import AutoresearchError
 
@@ -343,7 +344,7 @@ def make_server(root: Path, config: Path | None = None, pause: Root | None = Non
             "the MCP server needs the mcp package; install it with pip install 'autoresearch[mcp]'."
         ) from None
     tools = CampaignTools(root, config, pause)
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool(name="start")
     def start_tool() -> StepResult:

@@ -461,11 +461,13 @@ def show(
 ) -> None:
     """One attempt in full: status, samples, description, reason, timings, cost, and every
     log it left (prompt, proposer, each metric sample, guard)."""
-    from autoresearch.store.results import attempt, attempt_logs
+    from autoresearch.store.results import attempt, attempt_logs, refused_banner, refused_change
 
     state_dir = state_dir_of(config_path, campaign_name)
-    record = stored_object(attempt(state_dir, iteration))
+    found = attempt(state_dir, iteration)
+    record = stored_object(found)
     logs = attempt_logs(state_dir, iteration)
+    refused = refused_change(state_dir, iteration)
 
     direction = str(StateFile(state_dir).read().get("direction") or "minimize")
 
@@ -482,8 +484,14 @@ def show(
             yield "[bold]logs[/]:"
             for path in logs:
                 yield f"  {safe(str(path))} ({path.stat().st_size} bytes)"
+        if refused is not None:
+            yield f"[bold red]{safe(refused_banner(state_dir, found))}[/]"
+            yield safe(refused.rstrip("\n"), one_line=False)
 
-    emit(Shown({**record, "logs": [str(p) for p in logs]}, lines), as_json)
+    data = {**record, "logs": [str(p) for p in logs]}
+    if refused is not None:
+        data["refused_diff"] = refused
+    emit(Shown(data, lines), as_json)
 
 
 @main.command()
@@ -492,19 +500,37 @@ def show(
 @handle_errors
 def diff(iteration: int | None, config_path: Path | None, campaign_name: str | None) -> None:
     """The campaign's change (its base to the best result), or attempt N's own change."""
-    from autoresearch.store.results import attempt, campaign_diff_chunks, diff_chunks
+    from autoresearch.store.results import (
+        attempt,
+        campaign_diff_chunks,
+        diff_chunks,
+        refused_banner,
+        refused_change,
+    )
     from autoresearch.views.render import printable_chunks
 
     root = checkout_root()
     state_dir = state_dir_of(config_path, campaign_name)
+    chunks: Iterable[bytes]
     if iteration is None:
         chunks = campaign_diff_chunks(root, state_dir)
         nothing = "the campaign has kept no change yet: its best is the baseline"
     else:
         record = attempt(state_dir, iteration)
-        chunks = diff_chunks(root, record)
+        refused = refused_change(state_dir, iteration)
+        if refused is not None:
+            # Marked, and escaped as any change: the refused files are text, not orders.
+            console.print(safe(refused_banner(state_dir, record)))
+            chunks = iter([refused.encode("utf-8", errors="replace")])
+        else:
+            chunks = diff_chunks(root, record)
         start = ", the campaign's starting point," if record.status is Status.BASELINE else ""
         nothing = f"attempt {iteration} ({record.status}){start} changed nothing"
+        if record.status.traits.rejects_content and refused is None:
+            nothing = (
+                f"attempt {iteration} ({record.status}) was refused and its content was not "
+                f"kept: {record.reason}"
+            )
     # A piece at a time, every control character shown as an escape: the candidate's
     # files are text here, never instructions to the terminal.
     last = ""

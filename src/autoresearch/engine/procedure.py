@@ -35,6 +35,7 @@ from autoresearch.measure.evaluation import Evaluator
 from autoresearch.measure.repeats import TreeIndex
 from autoresearch.proposers.base import Proposal, Proposer
 from autoresearch.workspace import Workspace
+from autoresearch.workspace.refused import write_refused_diff
 
 STOPPED = "stopped by a signal during the attempt"
 Phase = Callable[..., None]
@@ -117,6 +118,8 @@ def run_attempt(place: Place, task: Task) -> Ran:
             screened = place.trees.screen(collected.candidate.tree)
         if screened is not None and not screened.status.stores_content:
             place.workspace.forget(task.iteration)  # its content is not kept under a ref
+        if screened is not None and screened.status in REFUSED_SHOWN:
+            _keep_refused_diff(place, task, collected)
         if screened is None:
             _check_cancelled(place)  # what screening found stands, cancelled or not
         outcome = screened or _stopped(
@@ -133,6 +136,25 @@ def run_attempt(place: Place, task: Task) -> Ran:
             raise  # the place could not be made ready: no attempt of the proposer's yet
         return Ran(replace(steps, outcome=_out_of_resources(steps, exc)), disk_full=disk_full(exc))
     return Ran(steps)
+
+
+# What the proposer did is shown for these, though their content never enters the repository
+REFUSED_SHOWN = frozenset({Status.SCOPE_VIOLATION, Status.TAMPERED, Status.EDIT_REFUSED})
+
+
+def _keep_refused_diff(place: Place, task: Task, collected: Collected) -> None:
+    """Keep, as text in the campaign folder, what a refused candidate changed: `diff N` and
+    `show N` read it there. Made before the roll-back, from the folder itself."""
+    candidate = collected.candidate
+    if not candidate.changes:
+        return
+    try:
+        text = place.workspace.refused_diff(
+            task.start.commit, candidate, place.rules.caps.max_bytes
+        )
+        write_refused_diff(place.campaign.state_dir, task.iteration, text)
+    except (OSError, GitError):
+        pass  # the verdict stands without its text; `diff N` then names the paths only
 
 
 def disk_full(exc: BaseException) -> bool:

@@ -244,7 +244,7 @@ class Fingerprint:
             folder = str(Path(path).parent)
             if matcher is not None and matcher.matches(path) and not _cache(path):
                 return path
-            if folder in modules and path.endswith(IMPORTABLE):
+            if folder in modules and _module(Path(path).name):
                 return path
         return None
 
@@ -256,9 +256,15 @@ class Fingerprint:
 
 # What Python imports besides a module's source, and the folders tools write caches to
 # (a harness glob such as `tests/**` covers them, and pytest writes them on every run).
-IMPORTABLE = (".py", ".pyc", ".so", ".pth", ".pyd")
+IMPORTABLE = (".py", ".pyc", ".so", ".pyd")
 CACHE_NAMES = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis")
 _GLOB = re.compile(r"[*?\[]")
+
+
+def _module(name: str) -> bool:
+    """Whether `import <x>` could load a file of this name (`statistics.py`,
+    `scorer.cpython-311-x86_64-linux-gnu.so`)."""
+    return name.endswith(IMPORTABLE) and name.split(".", 1)[0].isidentifier()
 
 
 def _cache(path: str) -> bool:

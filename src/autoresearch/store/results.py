@@ -21,6 +21,7 @@ from autoresearch.errors import AutoresearchError, ConfigError
 from autoresearch.gitcmd import IDENTITY, Git
 from autoresearch.store.ledger import Ledger
 from autoresearch.store.summary import summarize
+from autoresearch.workspace.refused import refused_diff_path
 
 OBJECT_NAME = re.compile(r"[0-9a-f]{4,64}")
 
@@ -116,6 +117,30 @@ def diff_chunks(root: Path, record: AttemptRecord) -> Generator[bytes, None, Non
     commit = object_name(record.commit)
     parent = object_name(record.parent, "parent")
     yield from _stream(Git(root), "diff", "--end-of-options", parent, commit, "--")
+
+
+def refused_change(state_dir: Path, iteration: int) -> str | None:
+    """What a refused attempt (scope_violation, tampered, edit_refused) changed, as the
+    text kept in the campaign folder when it was screened out; None when none was kept."""
+    path = refused_diff_path(state_dir, iteration)
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        with path.open("rb") as handle:
+            data = handle.read(DIFF_TEXT_LIMIT)
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def refused_banner(state_dir: Path, record: AttemptRecord) -> str:
+    """The line that marks a refused attempt's change as refused: never kept, never in the
+    repository."""
+    where = refused_diff_path(state_dir, record.iteration)
+    return (
+        f"REFUSED: attempt {record.iteration} ({record.status}) was not kept and its content "
+        f"is not in the repository; what it changed, as kept in {where}:"
+    )
 
 
 def campaign_diff_chunks(root: Path, state_dir: Path) -> Generator[bytes, None, None]:

@@ -33,23 +33,22 @@ from urllib.parse import parse_qs, quote
 
 from autoresearch.attempt import Status, without_holdout
 from autoresearch.errors import AutoresearchError
-from autoresearch.store.ledger import Ledger, stored_object
+from autoresearch.store.ledger import Ledger, StateFile, stored_object
 from autoresearch.store.results import diff as attempt_diff
+from autoresearch.views.render import (
+    BEST_LINE_COLOUR,
+    OTHER_COLOUR,
+    ROW_BACKGROUNDS,
+    STATUS_COLOURS,
+    figures,
+)
 from autoresearch.views.status import campaign_status
 
-# How each status is drawn; the page gets these with the statuses' properties, so it
-# follows the enum instead of spelling status names.
-POINT_FILLS: dict[Status, str] = {
-    Status.KEEP: "#2ca02c",
-    Status.MERGED: "#2ca02c",
-    Status.BASELINE: "#1f77b4",
-    Status.DISCARD: "#b0b0b0",
-    Status.CRASH: "#d62728",
-    Status.TIMEOUT: "#d62728",
-    Status.TAMPERED: "#d62728",
-}
-OTHER_FILL = "#9467bd"
-ROW_BACKGROUNDS: dict[Status, str] = {Status.KEEP: "#e8f5e9", Status.MERGED: "#e8f5e9"}
+# How each status is drawn: the colours are the one table the report uses (render.py); the
+# page gets them with the statuses' properties, so it follows the enum instead of spelling
+# status names.
+POINT_FILLS = STATUS_COLOURS
+OTHER_FILL = OTHER_COLOUR
 POINT_RADII: dict[Status, float] = {Status.KEEP: 5, Status.MERGED: 5}
 POINT_RADIUS = 3.5
 PROPERTIES = (
@@ -81,24 +80,34 @@ td, th { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 tr.attempt { cursor: pointer; } tr.attempt:hover td { background: #f3f6fb; }
 pre#diff { background: #f7f7f7; padding: 1em; max-height: 30em; overflow: auto; }
 pre#diff:empty { display: none; }
+td.status { white-space: nowrap; }
+span.dot { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-right: 5px; }
 /*STATUS STYLES*/
 </style></head><body>
 <h1 id="title">autoresearch</h1>
 <div id="summary">loading...</div>
 <ul id="slots"></ul>
-<svg id="chart" width="900" height="320" role="img" aria-label="progress chart"></svg>
-<table id="attempts"><thead><tr><th>#</th><th>status</th><th>metric</th><th>delta</th>
-<th>description</th></tr></thead><tbody></tbody></table>
+<svg id="chart" width="900" height="360" role="img"
+     aria-label="progress chart: every attempt's metric by status, the best so far as a line">
+</svg>
+<table id="attempts"><thead><tr><th>#</th><th>status</th><th>metric</th><th>gain</th>
+<th>delta</th><th>samples</th><th>spread (sd)</th><th>description</th><th>reason</th></tr>
+</thead><tbody></tbody></table>
 <h2 id="diff-title"></h2><pre id="diff"></pre>
 <script>
 const NS = "http://www.w3.org/2000/svg";
 const STATUSES = /*STATUSES*/;
 const OTHER = {sets_best: false, point: "other", radius: /*POINT RADIUS*/};
+const BEST_COLOUR = /*BEST COLOUR*/;
 function look(status) { return STATUSES[status] || OTHER; }
 function fmt(v) {
   if (v === null || v === undefined) return "-";
   const s = Number(v).toPrecision(6);
   return s.includes(".") && !s.includes("e") ? s.replace(/0+$/, "").replace(/\\.$/, "") : s;
+}
+function signed(v) {
+  if (v === null || v === undefined) return "-";
+  return (v > 0 ? "+" : "") + fmt(v);
 }
 function el(tag, attrs, text) {
   const e = document.createElementNS(NS, tag);
@@ -106,28 +115,41 @@ function el(tag, attrs, text) {
   if (text) e.textContent = text;
   return e;
 }
-function drawChart(records) {
+function drawChart(records, status) {
   const svg = document.getElementById("chart");
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const pts = records.filter(r => r.metric !== null && r.metric !== undefined);
   if (!pts.length) return;
-  const W = 900, H = 320, P = 40;
+  const W = 900, H = 360, L = 70, R = 20, T = 20, B = 90;
   const xs = records.map(r => r.iteration), ys = pts.map(r => r.metric);
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
   let y0 = Math.min(...ys), y1 = Math.max(...ys); if (y0 === y1) { y0 -= 1; y1 += 1; }
-  const sx = x => P + (x - x0) / (x1 - x0) * (W - 2 * P);
-  const sy = y => H - P - (y - y0) / (y1 - y0) * (H - 2 * P);
-  svg.appendChild(el("line", {x1: P, y1: H - P, x2: W - P, y2: H - P, stroke: "#999"}));
-  svg.appendChild(el("line", {x1: P, y1: P, x2: P, y2: H - P, stroke: "#999"}));
-  svg.appendChild(el("text", {x: 4, y: P - 10, "font-size": 12}, fmt(y1)));
-  svg.appendChild(el("text", {x: 4, y: H - P, "font-size": 12}, fmt(y0)));
+  const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+  svg.appendChild(el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999"}));
+  svg.appendChild(el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}));
+  for (const y of [y0, (y0 + y1) / 2, y1]) {
+    svg.appendChild(el("text", {x: L - 6, y: sy(y) + 4, "font-size": 12, "text-anchor": "end",
+                                class: "tick"}, fmt(y)));
+  }
+  for (const x of [x0, Math.round((x0 + x1) / 2), x1]) {
+    svg.appendChild(el("text", {x: sx(x), y: H - B + 16, "font-size": 12,
+                                "text-anchor": "middle", class: "tick"}, String(x)));
+  }
+  svg.appendChild(el("text", {x: (L + W - R) / 2, y: H - B + 34, "font-size": 13,
+                              "text-anchor": "middle", class: "axis-label x"}, "attempt"));
+  const better = status.direction === "maximize" ? "higher" : "lower";
+  const label = "metric (" + better + " is better)";
+  svg.appendChild(el("text", {x: 14, y: (T + H - B) / 2, "font-size": 13,
+                              "text-anchor": "middle", class: "axis-label y",
+                              transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}, label));
   let best = null, path = "";
   for (const r of records) {
     if (best !== null) path += " L " + sx(r.iteration) + " " + sy(best);
     if (look(r.status).sets_best && r.metric !== null) best = r.best ?? r.metric;
     if (best !== null) path += (path ? " L " : "M ") + sx(r.iteration) + " " + sy(best);
   }
-  svg.appendChild(el("path", {d: path, fill: "none", stroke: "#2ca02c", "stroke-width": 2,
+  svg.appendChild(el("path", {d: path, fill: "none", stroke: BEST_COLOUR, "stroke-width": 2,
                               class: "best-line"}));
   for (const r of pts) {
     const c = el("circle", {cx: sx(r.iteration), cy: sy(r.metric), r: look(r.status).radius,
@@ -135,6 +157,24 @@ function drawChart(records) {
     c.appendChild(el("title", {}, "#" + r.iteration + " " + r.status + " " + fmt(r.metric)));
     svg.appendChild(c);
   }
+  // The legend: the statuses drawn here, in the order of the enum, and the best line.
+  const shown = Object.keys(STATUSES).filter(s => pts.some(r => r.status === s));
+  if (pts.some(r => !(r.status in STATUSES))) shown.push("other");
+  const g = el("g", {class: "legend"});
+  let lx = L;
+  const ly = H - 28;
+  g.appendChild(el("line", {x1: lx, y1: ly - 4, x2: lx + 18, y2: ly - 4, stroke: BEST_COLOUR,
+                            "stroke-width": 2}));
+  g.appendChild(el("text", {x: lx + 22, y: ly, "font-size": 12, class: "legend-item"},
+                   "best so far"));
+  lx += 110;
+  for (const s of shown) {
+    const point = s === "other" ? "other" : look(s).point;
+    g.appendChild(el("circle", {cx: lx + 5, cy: ly - 4, r: 5, class: "swatch " + point}));
+    g.appendChild(el("text", {x: lx + 14, y: ly, "font-size": 12, class: "legend-item"}, s));
+    lx += 24 + 7.5 * s.length;
+  }
+  svg.appendChild(g);
 }
 // The token came in the address; it is kept here (and in the server's cookie) and taken
 // out of the address bar, so that a copied link or a screenshot does not carry it.
@@ -151,8 +191,11 @@ async function showDiff(n) {
 }
 async function refresh() {
   try {
-    const [status, records] = await Promise.all([
-      api("api/status").then(r => r.json()), api("api/attempts").then(r => r.json())]);
+    const [status, records, figs] = await Promise.all([
+      api("api/status").then(r => r.json()), api("api/attempts").then(r => r.json()),
+      api("api/figures").then(r => r.json())]);
+    const fig = {};
+    for (const f of figs) fig[f.iteration] = f;
     document.getElementById("title").textContent = "autoresearch: " + status.name;
     document.title = "autoresearch: " + status.name;
     const state = status.running ? "running (" + status.phase + ")"
@@ -170,7 +213,7 @@ async function refresh() {
         (s.elapsed_seconds === null ? "" : ", " + Math.round(s.elapsed_seconds) + " s"));
       slots.appendChild(li);
     }
-    drawChart(records);
+    drawChart(records, status);
     const body = document.querySelector("#attempts tbody");
     body.innerHTML = "";
     for (const r of records) {
@@ -180,9 +223,17 @@ async function refresh() {
         .filter(([, m]) => m && m.value !== undefined)
         .map(([n, m]) => n + "=" + fmt(m.value)).join(" ");
       const text = (r.description || "") + (extra ? " {" + extra + "}" : "");
-      for (const v of [r.iteration, r.status, fmt(r.metric), fmt(r.delta), text]) {
+      const f = fig[r.iteration] || {};
+      const cells = [r.iteration, r.status, fmt(r.metric), signed(f.gain), signed(r.delta),
+                     f.samples ?? "-", fmt(f.spread), text, r.reason || ""];
+      for (const v of cells) {
         const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
       }
+      tr.children[1].className = "status";
+      const dot = document.createElement("span");
+      dot.className = "dot " + look(r.status).point;
+      tr.children[1].prepend(dot);
+      tr.children[8].className = "reason";
       tr.onclick = () => showDiff(r.iteration);
       body.appendChild(tr);
     }
@@ -204,7 +255,12 @@ def _status_styles() -> str:
     for status, colour in POINT_FILLS.items():
         fills.setdefault(colour, []).append(f".{status}")
     points = [f"{', '.join(names)} {{ fill: {colour}; }}" for colour, names in fills.items()]
-    return "\n".join([*rows, *points, f".other {{ fill: {OTHER_FILL}; }}"])
+    # the table's status cells carry a dot of the same colour
+    dots = [
+        f"span.dot.{status} {{ background: {colour}; }}" for status, colour in POINT_FILLS.items()
+    ]
+    other = f".other {{ fill: {OTHER_FILL}; }} span.dot.other {{ background: {OTHER_FILL}; }}"
+    return "\n".join([*rows, *points, other, *dots])
 
 
 def _statuses() -> dict[str, dict[str, object]]:
@@ -228,6 +284,7 @@ def page(name: str = "") -> str:
         .replace("/*STATUS STYLES*/", _status_styles())
         .replace("/*STATUSES*/", json.dumps(_statuses()))
         .replace("/*POINT RADIUS*/", json.dumps(POINT_RADIUS))
+        .replace("/*BEST COLOUR*/", json.dumps(BEST_LINE_COLOUR))
     )
 
 
@@ -402,6 +459,9 @@ def make_server(
                     self._send(200, self.html, "text/html; charset=utf-8", cookie)
                 elif path == "/api/status":
                     self._json(campaign_status(state_dir))
+                elif path == "/api/figures":
+                    direction = str(StateFile(state_dir).read().get("direction") or "minimize")
+                    self._json([figures(r, direction) for r in Ledger(state_dir).read()])
                 elif path == "/api/attempts":
                     shown = [stored_object(without_holdout(r)) for r in Ledger(state_dir).read()]
                     self._json(shown)

@@ -40,6 +40,53 @@ STATUS_STYLE: dict[Status, str] = {
     Status.MERGED: "bold green",
 }
 
+# The one table of status colours: the report's chart, report.html and the dashboard draw
+# a status the same way (a status not named here is drawn in OTHER_COLOUR).
+STATUS_COLOURS: dict[Status, str] = {
+    Status.BASELINE: "#1f77b4",
+    Status.KEEP: "#2ca02c",
+    Status.MERGED: "#2ca02c",
+    Status.DISCARD: "#b0b0b0",
+    Status.CRASH: "#d62728",
+    Status.TIMEOUT: "#ff7f0e",
+    Status.GUARD_FAILED: "#bcbd22",
+    Status.SCOPE_VIOLATION: "#9467bd",
+    Status.TAMPERED: "#000000",
+}
+OTHER_COLOUR = "#8c564b"
+BEST_LINE_COLOUR = "#2ca02c"
+# Table rows: kept attempts green, the ones that broke something red.
+ROW_BACKGROUNDS: dict[Status, str] = {
+    Status.KEEP: "#e8f5e9",
+    Status.MERGED: "#e8f5e9",
+    Status.CRASH: "#fdecea",
+    Status.TAMPERED: "#fdecea",
+}
+
+
+def colour(status: Status) -> str:
+    return STATUS_COLOURS.get(status, OTHER_COLOUR)
+
+
+def spread(samples: Sequence[float] | None) -> float | None:
+    """The samples' standard deviation (n - 1), or None for fewer than two."""
+    if samples is None or len(samples) < 2:
+        return None
+    mean = sum(samples) / len(samples)
+    return float((sum((x - mean) ** 2 for x in samples) / (len(samples) - 1)) ** 0.5)
+
+
+def figures(record: AttemptRecord, direction: str) -> dict[str, Any]:
+    """What every view shows of an attempt beside the ledger's own fields: its gain in the
+    campaign's direction, how many samples its metric is the mean of, and their spread."""
+    samples = record.samples
+    return {
+        "iteration": record.iteration,
+        "gain": gain(record.delta, direction),
+        "samples": len(samples) if samples else int(record.metric is not None),
+        "spread": spread(samples),
+    }
+
 
 # Control characters (terminal escape sequences among them), the marks that reorder text,
 # and lone surrogates (bytes that were not UTF-8, a raw C1 control among them), shown as

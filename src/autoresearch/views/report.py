@@ -22,25 +22,22 @@ from autoresearch.measure.confirm import load as load_confirmation
 from autoresearch.measure.metrics import shown
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
-from autoresearch.views.render import gain, gain_text, printable, signed
+from autoresearch.views.render import (
+    BEST_LINE_COLOUR,
+    OTHER_COLOUR,
+    ROW_BACKGROUNDS,
+    STATUS_COLOURS,
+    colour,
+    figures,
+    gain,
+    gain_text,
+    printable,
+    signed,
+)
 
-COLORS: dict[Status, str] = {
-    Status.BASELINE: "#1f77b4",
-    Status.KEEP: "#2ca02c",
-    Status.MERGED: "#2ca02c",
-    Status.DISCARD: "#b0b0b0",
-    Status.CRASH: "#d62728",
-    Status.TIMEOUT: "#ff7f0e",
-    Status.GUARD_FAILED: "#bcbd22",
-    Status.SCOPE_VIOLATION: "#9467bd",
-    Status.TAMPERED: "#000000",
-}
-OTHER_COLOR = "#8c564b"
-ROW_BACKGROUNDS: dict[Status, str] = {
-    Status.KEEP: "#e8f5e9",
-    Status.CRASH: "#fdecea",
-    Status.TAMPERED: "#fdecea",
-}
+# The one colour table (render.py), under the names this module has always had.
+COLORS = STATUS_COLOURS
+OTHER_COLOR = OTHER_COLOUR
 
 
 @dataclass
@@ -110,7 +107,7 @@ def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> b
             [p[0] for p in points],
             [p[1] for p in points],
             s=36 if status is Status.KEEP else 18,
-            color=COLORS.get(status, OTHER_COLOR),
+            color=colour(status),
             label=str(status),
             zorder=3,
             alpha=0.9 if status.sets_best else 0.6,
@@ -120,7 +117,7 @@ def draw_progress(records: list[AttemptRecord], direction: str, path: Path) -> b
             best_x,
             best_y,
             where="post",
-            color="#2ca02c",
+            color=BEST_LINE_COLOUR,
             linewidth=1.8,
             label="best so far",
             zorder=2,
@@ -271,25 +268,107 @@ def render_markdown(data: dict[str, Any], image: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _legend() -> str:
+    """The status colours as a key: the same table the chart and the dashboard use."""
+    items = [
+        f"<span class='swatch' style='background:{c}'></span>{html.escape(str(st))}"
+        for st, c in STATUS_COLOURS.items()
+    ]
+    items.append(f"<span class='swatch' style='background:{OTHER_COLOUR}'></span>other")
+    return "<p class='legend'>" + " ".join(f"<span>{i}</span>" for i in items) + "</p>"
+
+
+def _html_kept(data: dict[str, Any], direction: str) -> str:
+    esc = html.escape
+    rows = "".join(
+        f"<tr class='{esc(r.status)}'><td>{r.iteration}</td><td>{esc(_num(r.metric))}</td>"
+        f"<td>{esc(signed(gain(r.delta, direction)))}</td><td>{esc(signed(r.delta))}</td>"
+        f"<td>{esc(holdout_gain(r))}</td><td>{esc(shown(r.metrics))}</td>"
+        f"<td>{esc(printable(r.description))}</td></tr>"
+        for r in data["kept"]
+    )
+    if not rows:
+        rows = "<tr><td colspan='7'>nothing was kept</td></tr>"
+    return (
+        "<h2 id='kept'>Kept changes, by gain</h2><table><tr><th>#</th><th>metric</th>"
+        "<th>gain</th><th>delta</th><th>holdout gain</th><th>metrics</th>"
+        f"<th>description</th></tr>{rows}</table>"
+    )
+
+
+def _html_failures(data: dict[str, Any]) -> str:
+    esc = html.escape
+    parts = ["<h2 id='failures'>Failures, by kind</h2>"]
+    refused = data.get("refused") or []
+    if not data["failures"]:
+        parts.append("<p>none</p>")
+    for kind, records in sorted(data["failures"].items()):
+        items = "".join(
+            f"<li>#{r.iteration} {esc(printable(r.description))}: "
+            f"{esc(printable((r.reason or '')[:160]))}</li>"
+            for r in records
+        )
+        parts.append(f"<h3>{esc(str(kind))} ({len(records)})</h3><ul>{items}</ul>")
+    if refused:
+        items = "".join(
+            f"<li>#{r.iteration} {esc(str(r.status))} {esc(printable(r.description))}: "
+            f"{esc(printable((r.reason or '')[:200]))}</li>"
+            for r in refused
+        )
+        parts.append(f"<h3>Better, but refused</h3><ul>{items}</ul>")
+    return "".join(parts)
+
+
+def _html_environment(data: dict[str, Any]) -> str:
+    esc = html.escape
+    env = data["environment"]
+    items = [
+        f"interpreter: Python {esc(env['python'])}",
+        f"platform: {esc(env['platform'])}",
+        f"harness at commit: {esc(str(env['harness_commit']))}",
+        f"judge fingerprint: {esc(str(env['fingerprint']))}",
+        f"isolation of the proposer's commands, metric and guard: "
+        f"{esc(printable(str(env['isolation'])))}",
+    ]
+    items += [
+        f"{esc(printable(name))}: sha256 {esc(str(digest))}"
+        for name, digest in sorted(env["harness_files"].items())
+    ]
+    return (
+        "<h2 id='environment'>Environment</h2><ul>"
+        + "".join(f"<li>{item}</li>" for item in items)
+        + "</ul>"
+    )
+
+
 def render_html(data: dict[str, Any], png: bytes | None) -> str:
     s = data["summary"]
     esc = html.escape
     image = ""
     if png:
         image = (
-            f'<img alt="progress" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode()}" style="max-width:100%">'
+            f'<img alt="progress: every attempt by status, the best so far as a line" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode()}" '
+            'style="max-width:100%">'
         )
     direction = str(s["direction"])
-    rows = "".join(
-        f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
-        f"<td>{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
-        f"<td>{esc(signed(gain(r.delta, direction)))}</td>"
-        f"<td>{esc(signed(r.delta))}</td><td>{esc(holdout_gain(r))}</td>"
-        f"<td>{esc(shown(r.metrics))}</td><td>{esc(printable(r.description))}</td>"
-        f"<td>{esc(printable(r.reason or ''))}</td></tr>"
-        for r in data["records"]
-    )
+
+    def row(r: AttemptRecord) -> str:
+        fig = figures(r, direction)
+        samples = ", ".join(_num(x) for x in r.samples or ())
+        return (
+            f"<tr class='{esc(r.status)}'><td>{r.iteration}</td>"
+            f"<td><span class='swatch' style='background:{colour(r.status)}'></span>"
+            f"{esc(r.status)}</td><td>{esc(_num(r.metric))}</td>"
+            f"<td>{esc(signed(fig['gain']))}</td>"
+            f"<td>{esc(signed(r.delta))}</td>"
+            f"<td title='{esc(samples)}'>{fig['samples']}</td>"
+            f"<td>{esc(_num(fig['spread']))}</td><td>{esc(holdout_gain(r))}</td>"
+            f"<td>{esc(shown(r.metrics))}</td><td>{esc(printable(r.description))}</td>"
+            f"<td>{esc(printable(r.reason or ''))}</td></tr>"
+        )
+
+    rows = "".join(row(r) for r in data["records"])
     change = gain_text(s.get("delta"), direction, s.get("improvement_pct"))
     confirmed = describe_confirmation(s["confirmed"]) if s.get("confirmed") else "not measured"
     summary = script_json(
@@ -310,6 +389,8 @@ def render_html(data: dict[str, Any], png: bytes | None) -> str:
             )
         }
     )
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items()))
+    better = "lower" if direction == "minimize" else "higher"
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>autoresearch: {esc(s["name"])}</title>
 <style>
@@ -318,16 +399,28 @@ table {{ border-collapse: collapse; font-size: 14px; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; }}
 {_row_styles()}
 .big {{ font-size: 20px; }}
+.swatch {{ display: inline-block; width: 10px; height: 10px; border-radius: 50%;
+  margin: 0 4px 0 10px; }}
+td .swatch {{ margin-left: 0; }}
+td:nth-child(2) {{ white-space: nowrap; }}
 </style></head><body>
 <h1>Campaign {esc(s["name"])}</h1>
 <p class="big">baseline <b>{esc(_num(s["baseline"]))}</b> &rarr; best <b>{esc(_num(s["best"]))}</b>
-({esc(change)}) at attempt {s["best_iteration"]};
+({esc(change)}) at attempt {s["best_iteration"]}, {better} is better;
 stop reason: {esc(str(s.get("stop_reason")))}</p>
+<p>confidence that the best beats the baseline: {esc(_num(s.get("confidence")))};
+noise (pooled sigma): {esc(_num(s.get("noise")))}</p>
 <p>confirmed gain: {esc(confirmed)}</p>
+<p>attempts: {s["iterations"]}; {esc(counts)}</p>
 {image}
-<h2>Attempts</h2>
+{_legend()}
+{_html_kept(data, direction)}
+{_html_failures(data)}
+<h2 id='attempts'>Attempts</h2>
 <table><tr><th>#</th><th>status</th><th>metric</th><th>gain</th><th>delta</th>
+<th>samples</th><th>spread (sd)</th>
 <th>holdout gain</th><th>metrics</th><th>description</th><th>reason</th></tr>{rows}</table>
+{_html_environment(data)}
 <script type="application/json" id="summary">{summary}</script>
 </body></html>
 """
@@ -336,8 +429,8 @@ stop reason: {esc(str(s.get("stop_reason")))}</p>
 def _row_styles() -> str:
     """`tr.<status> td` rules, statuses of one background sharing a rule."""
     groups: dict[str, list[Status]] = {}
-    for status, colour in ROW_BACKGROUNDS.items():
-        groups.setdefault(colour, []).append(status)
+    for status, background in ROW_BACKGROUNDS.items():
+        groups.setdefault(background, []).append(status)
     return " ".join(
         ", ".join(f"tr.{status} td" for status in statuses) + f" {{ background: {colour}; }}"
         for colour, statuses in groups.items()

@@ -47,6 +47,7 @@ from autoresearch.workspace.candidate import (
     under,
 )
 from autoresearch.workspace.private_git import digest, link_shares, make_private_git, read_small
+from autoresearch.workspace.refused import refused_diff
 from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
 from autoresearch.workspace.submodules import Submodules
 
@@ -686,6 +687,11 @@ class Workspace:
         scope, or the harness) is not kept under a ref, so its content goes with the next
         `git gc` instead of staying in the repository for good."""
         self.repo.run("update-ref", "-d", self.attempt_ref(iteration), check=False)
+
+    def refused_diff(self, start: str, candidate: Candidate, max_file_bytes: int) -> str:
+        """What a refused candidate changed, as bounded text made from the folder (its
+        content is not in the repository, so no commit can show it)."""
+        return refused_diff(self.git, self.path, start, candidate.changes, max_file_bytes)
 
     def diffstat(self, parent: str, commit: str) -> str:
         """`path +added/-removed` per changed file, for the proposer's history."""
