@@ -1069,14 +1069,9 @@ def test_candidate_prints_a_secret_whose_name_does_not_look_secret(
 
 
 @contextmanager
-def listening(address: str) -> Iterator[list[bytes]]:
-    """A daemon on the unix socket `address` (a path, or "\\0name" for an abstract one):
-    whoever connects may have it run anything, as docker, ssh-agent, tmux or an X server
-    do. Yields what it received; a connection alone counts."""
-    import socket
-
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(address)
+def collecting(server: Any) -> Iterator[list[bytes]]:
+    """Accept on the bound socket `server` until the block ends, keeping what each
+    connection sends (a connection alone counts)."""
     server.listen()
     server.settimeout(0.2)
     received: list[bytes] = []
@@ -1103,6 +1098,19 @@ def listening(address: str) -> Iterator[list[bytes]]:
         stop.set()
         thread.join(timeout=5)
         server.close()
+
+
+@contextmanager
+def listening(address: str) -> Iterator[list[bytes]]:
+    """A daemon on the unix socket `address` (a path, or "\\0name" for an abstract one):
+    whoever connects may have it run anything, as docker, ssh-agent, tmux or an X server
+    do. Yields what it received; a connection alone counts."""
+    import socket
+
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(address)
+    with collecting(server) as received:
+        yield received
 
 
 @pytest.fixture
@@ -1443,30 +1451,9 @@ def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
 
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.2)
-    received: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    received.append(conn.recv(4096) or b"(connected)")
-                except OSError:
-                    received.append(b"(connected)")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], received
-    stop.set()
-    thread.join()
-    server.close()
+    port = server.getsockname()[1]
+    with collecting(server) as received:
+        yield port, received
 
 
 @pytest.mark.parametrize("isolation", modes())
