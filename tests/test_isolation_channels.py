@@ -153,7 +153,14 @@ def test_candidate_caches_its_score_in_the_user_keyring(tmp_path: Path, isolatio
     # One deterministic commit whose later runs read what its first run left: honest on
     # the first run (9 -> score 6), perfect after it.
     key = "ar-cache-" + uuid.uuid4().hex
-    candidate = f"N = 9\n{_keyring_code(key)}\nif found():\n    N = 3\nelse:\n    store(b'1')\n"
+    assert_no_cache_across_runs(tmp_path, isolation, _keyring_code(key), "store(b'1')")
+
+
+def assert_no_cache_across_runs(tmp_path: Path, isolation: str, code: str, store: str) -> None:
+    """A candidate whose `code` defines `found()` and whose `store` leaves a mark: honest
+    (9, score 6) until it finds the mark, perfect (3) after. Each of its three runs must
+    give the honest 6."""
+    candidate = f"N = 9\n{code}\nif found():\n    N = 3\nelse:\n    {store}\n"
     attack = f"    cat > calc.py <<'EOF'\n{candidate}EOF"
     repo, state = user_repo(
         tmp_path, isolation, {1: attack}, **{"decision.rule": "repeats", "decision.repeats": 3}

@@ -33,6 +33,7 @@ from test_isolation import (
     user_repo,
     user_state,
 )
+from test_isolation_channels import assert_no_cache_across_runs
 
 SANDBOX = "bwrap"
 
@@ -407,16 +408,7 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
 ) -> None:
     key = "ar-cache32-" + uuid.uuid4().hex
     code = KEYRING_32.replace("KEY + ", f"{key.encode()!r} + ")
-    candidate = f"N = 9\n{code}\nif found():\n    N = 3\nelse:\n    store()\n"
-    attack = f"    cat > calc.py <<'EOF'\n{candidate}EOF"
-    repo, state = user_repo(
-        tmp_path, SANDBOX, {1: attack}, **{"decision.rule": "repeats", "decision.repeats": 3}
-    )
-    run(repo)
-    records = ledger(state)
-    assert_honest(repo, records)
-    measured = records[1]
-    assert set(measured.samples or [measured.metric]) == {6.0}, measured
+    assert_no_cache_across_runs(tmp_path, SANDBOX, code, "store()")
     # The same code outside the sandbox does reach the keyring: the attack is real here.
     probe = tmp_path / "probe.py"
     # (and takes its key out of the user keyring again: KEYCTL_UNLINK)
