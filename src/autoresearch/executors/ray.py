@@ -22,13 +22,11 @@ answers only requests carrying its token (`ray_token`), which no sandbox can rea
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import io
 import logging
 import os
 import shutil
 import socket
-import stat
 import subprocess
 import tarfile
 import tempfile
@@ -47,6 +45,7 @@ from autoresearch.executors.ray_token import ClusterToken
 from autoresearch.gitcmd import IDENTITY, git_env, require_git
 from autoresearch.isolation.owned import remove
 from autoresearch.isolation.sandbox import allowed_env, interpreter_dirs, shared_paths
+from autoresearch.measure.integrity import sha256_file
 
 # Output a run sends back, per stream: its last bytes.
 LOG_TAIL = 64 * 1024
@@ -487,24 +486,8 @@ def measure_on_worker(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _digest(path: Path) -> str:
-    """A file's content hash; anything but a regular file by its kind, never opened (a
-    pipe put in a harness file's place would block)."""
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return f"mode {stat.S_IFMT(st.st_mode):o}"
-        digest = hashlib.sha256()
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError as exc:
-        return f"unreadable ({exc.strerror})"
-
-
 def _digests(folder: Path, names: tuple[str, ...]) -> dict[str, str]:
-    return {name: _digest(folder / name) for name in names}
+    return {name: sha256_file(folder / name) for name in names}
 
 
 def _first_changed(folder: Path, before: dict[str, str]) -> str | None:
