@@ -394,9 +394,11 @@ class Evaluator:
         out.seconds += result.seconds
         out.runs += 1
         is_metric = spec is self.metric
-        tampered = self.fingerprint.changed(
-            self.campaign, self.tree.path, expect
-        ) or self.fingerprint.joined(self.campaign, self.tree.path, around)
+        tampered = None
+        if changed := self.fingerprint.changed(self.campaign, self.tree.path, expect):
+            tampered = f"{changed} changed"
+        elif joined := self.fingerprint.joined(self.campaign, self.tree.path, around):
+            tampered = f"{joined} appeared"
         value = result.value if measuring else 0.0
         if not tampered and result.ok and is_metric and self.readings:
             # Read before the folder is cleaned: the files the run wrote go with it.
@@ -404,11 +406,7 @@ class Evaluator:
         self.tree.settle()
         if tampered:
             out.failure = Status.TAMPERED
-            what = "metric" if is_metric else "guard"
-            verb = "appeared" if tampered not in self.fingerprint.files else "changed"
-            if tampered == self.campaign.display_path():
-                verb = "changed"
-            out.reason = f"{tampered} {verb} while the {what} ran"
+            out.reason = f"{tampered} while the {'metric' if is_metric else 'guard'} ran"
             return None
         if result.signal is not None:
             out.failure = Status.INTERRUPTED
