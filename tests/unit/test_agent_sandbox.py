@@ -569,6 +569,7 @@ def test_on_a_terminal_the_agent_gets_one_of_its_own(tmp_path: Path) -> None:
     script.write_text(
         f"""[ -t 0 ] && [ -t 1 ] && echo terminal > {out}/tty
 ( while :; do date +%s%N > {out}/beat; sleep 0.05; done ) &
+until [ -s {out}/beat ]; do sleep 0.01; done  # the process to outlive it runs
 echo READY
 read -r line
 echo "got:$line" > {out}/line
