@@ -153,10 +153,21 @@ def test_runs_that_agree_are_the_incumbent_s_new_level() -> None:
     test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
     test.add(120.0)
     assert test.next() is Side.INCUMBENT
-    test.add(120.3)  # the machine changed: two runs agree
+    test.add(120.3)  # two runs in a row are what a burst gives: answered once more
+    assert test.next() is Side.INCUMBENT
+    test.add(119.8)  # the machine changed: three runs agree, the latest among them
     assert test.next() is Side.CANDIDATE
     reference, fresh, _ = test.compared()
-    assert reference == [120.0, 120.3] and fresh == 2
+    assert reference == [120.0, 120.3, 119.8] and fresh == 3
+
+
+def test_a_burst_that_ended_is_left_out_of_the_reference() -> None:
+    test = Comparison(SEQUENTIAL, "minimize", (), QUIET, 0, prior=[90.0])
+    test.add(120.0)
+    test.add(120.3)  # a burst of contention: two runs agree ...
+    test.add(90.2)  # ... and the machine is back at the known level
+    assert test.next() is Side.CANDIDATE
+    assert test.compared()[0] == [90.2]
 
 
 def test_spikes_are_answered_twice_at_most() -> None:

@@ -283,6 +283,10 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         lines.append(safe(str(data["decision"])))
     if data.get("detectable"):
         lines.append(safe(str(data["detectable"])))
+    if data.get("noise_shape"):
+        lines.append(safe(f"noise shape: {data['noise_shape']}"))
+    for switch in data.get("estimator_switches") or []:
+        lines.append(safe(str(switch)))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(data["attempt_counts"].items()))
     cap = data.get("max_iterations")
     of = f" of {cap}" if cap is not None else ""

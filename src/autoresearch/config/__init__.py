@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     ValidationError,
     ValidationInfo,
@@ -73,8 +74,9 @@ class MetricConfig(_Strict):
     name: str | None = None
     score: str | None = None  # a composite of [[metrics]] / METRIC values (criteria.py)
     # "time": disturbances only make the number worse (timings, throughput); the robust
-    # rule then trusts each side's better runs. Default: symmetric.
-    noise: Literal["symmetric", "time"] = "symmetric"
+    # rule then trusts each side's better runs. "symmetric": the clipped mean. "auto" (the
+    # default): the robust rule's estimator follows the shape of the campaign's own noise.
+    noise: Literal["auto", "symmetric", "time"] = "auto"
     # Never measured beside another candidate of the campaign, and under a machine-wide lock
     # so that two campaigns on one machine do not time each other.
     exclusive: bool = False
@@ -160,6 +162,9 @@ class DecisionConfig(_Strict):
     simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
     # Interleaved pairs `run` measures at the end to confirm a noisy campaign's best (0: no).
     confirm: Int = Field(default=10, ge=0, le=1000)
+    # Set by the campaign from `[metric] noise = "auto"`: the estimator may follow the
+    # noise's learned shape when none is configured.
+    _adaptive: bool = PrivateAttr(default=False)
 
     @field_validator("min_delta", mode="before")
     @classmethod
@@ -172,8 +177,16 @@ class DecisionConfig(_Strict):
         """The rule as the plain value `decide` works with."""
         amount, percent = parse_min_delta(self.min_delta)
         estimator = self.estimator or ("robust" if self.rule == "auto" else "mean")
+        adaptive = self._adaptive and self.estimator is None and self.rule == "auto"
         return Rule(
-            self.rule, amount, percent, self.repeats, self.max_samples, self.confidence, estimator
+            self.rule,
+            amount,
+            percent,
+            self.repeats,
+            self.max_samples,
+            self.confidence,
+            estimator,
+            adaptive,
         )
 
 
@@ -391,6 +404,7 @@ class CampaignConfig(_Strict):
         if self.metric.noise == "time" and self.decision.estimator is None:
             decision = self.decision.model_copy(update={"estimator": "time"})
             object.__setattr__(self, "decision", decision)
+        self.decision._adaptive = self.metric.noise == "auto"
         return self
 
     @model_validator(mode="after")

@@ -134,6 +134,8 @@ class Engine:
         self.approve = approve  # a parked candidate to re-check against the best (approval.py)
         self.started = clock()
         self.evaluator: Evaluator | None = None
+        # What was last said of the noise's learned shape, and how many estimator switches.
+        self.noise_said: tuple[str | None, int] = (None, 0)
         self.holdout: Holdout | None = None
         self.halted: RunResult | None = None
         # What the attempts another slot's halt cut short record as their reason.
@@ -330,6 +332,7 @@ class Engine:
         if ran.disk_full:  # the candidate's files go first: the record needs their room
             self._release(place, ran, task)
         stored = self._log(self._record(runner, place, task, steps))
+        self._noise_news()
         if steps.proposal is not None and steps.proposal.network_refused:
             self.warn(f"attempt {stored.iteration}: {steps.proposal.network_note}")
         if steps.collected is not None and stored.commit is not None:
@@ -637,14 +640,39 @@ class Engine:
         assert self.evaluator is not None
         text = self.evaluator.decision_text()
         detectable, warning = self.evaluator.detectable(self.incumbent.commit)
+        shape, switches = self.evaluator.noise_learned()
+        self.noise_said = (shape, len(switches))
         self.state.update(
-            decision=text, estimator=self.evaluator.rule.estimator, detectable=detectable or None
+            decision=text,
+            estimator=self.evaluator.rule.estimator,
+            detectable=detectable or None,
+            noise_shape=shape,
+            estimator_switches=switches,
         )
         self.on_event(Noted(text))
         if detectable:
             self.on_event(Noted(detectable))
         if warning and not self.records[1:]:
             self.warn(warning)  # at the start only: a resume says it through `status`
+
+    def _noise_news(self) -> None:
+        """Say when `noise = "auto"` changed the estimator (and why), and keep what the
+        noise looks like for `status`."""
+        if self.evaluator is None:
+            return
+        shape, switches = self.evaluator.noise_learned()
+        said_shape, said = self.noise_said
+        if (shape, len(switches)) == (said_shape, said):
+            return
+        for text in switches[said:]:
+            self.on_event(Noted(text))
+        self.noise_said = (shape, len(switches))
+        self.state.update(
+            decision=self.evaluator.decision_text(),
+            estimator=self.evaluator.rule.estimator,
+            noise_shape=shape,
+            estimator_switches=switches,
+        )
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:
         stored = self.ledger.append(replace(record, utc=utc_now()))

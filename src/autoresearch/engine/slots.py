@@ -142,6 +142,9 @@ class SharedBook(SampleBook):
     def __init__(self, book: SampleBook) -> None:
         super().__init__(book.rule, book.direction)
         self.groups, self.selected, self.own = book.groups, book.selected, book.own
+        # What `auto` chose and learned so far: the slots go on from there.
+        self.configured, self.rule, self.first = book.configured, book.rule, book.first
+        self.learned = book.learned
         self.lock = threading.RLock()
 
     take = _locked("take")
@@ -152,6 +155,7 @@ class SharedBook(SampleBook):
     reference = _locked("reference")
     carried = _locked("carried")
     comparison = _locked("comparison")
+    learn = _locked("learn")
 
 
 class SharedProposer(Proposer):

@@ -297,6 +297,12 @@ class Evaluator:
         )
         return note, warning
 
+    def noise_learned(self) -> tuple[str | None, list[str]]:
+        """What the campaign's noise looks like so far (None before enough runs to learn
+        it) and every change of estimator `noise = "auto"` made, with why, in order."""
+        book = self.book
+        return (book.shape.describe() if book.shape else None), list(book.switches)
+
     @property
     def rule(self) -> Rule:
         """The rule in force: the configured one, `auto` resolved once the baseline is in."""

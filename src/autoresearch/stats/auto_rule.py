@@ -49,16 +49,26 @@ def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], directio
     spread = ""
     if found is not None and center:
         spread = f" (robust sigma {100 * found[0] / abs(center):.2g}% of the value)"
-    how = (
-        "the better half of each side's runs (noise = time: disturbances only make it worse)"
-        if chosen.estimator == "time"
-        else "means without the runs beyond 3 robust sigmas of the median, a MAD-based spread"
+    how = {
+        "time": "the better half of each side's runs (noise = time: disturbances only make "
+        "it worse)",
+        "mean": "the plain means of each side's runs and their pooled standard deviation",
+    }.get(
+        chosen.estimator,
+        "means without the runs beyond 3 robust sigmas of the median, a MAD-based spread",
     )
+    if chosen.adaptive:
+        how += (
+            " (noise = auto: the estimator follows the shape of the campaign's own noise, "
+            "and the boundary is calibrated on its own runs, once there are enough)"
+        )
     return (
         f"sequential, robust: the baseline's {len(baseline)} runs differ{spread}; candidates "
         f"and the incumbent are measured in turn, up to {chosen.max_samples} runs each, "
         f"compared by {how}, kept at {chosen.confidence:g} confidence"
-        + (ONE_WAY_HINT if chosen.estimator != "time" and robust.one_sided(baseline, direction)
+        + (ONE_WAY_HINT
+           if chosen.estimator != "time" and not chosen.adaptive
+           and robust.one_sided(baseline, direction)
            else "")
     )  # fmt: skip
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -58,6 +58,9 @@ class Rule:
     # How a side's samples become one number under `sequential` (see `robust`): "mean"
     # (the rule as configured by name), "median" or "time" (what `auto` chooses).
     estimator: str = "mean"
+    # `rule = "auto"` under `[metric] noise = "auto"`: the estimator follows the shape of
+    # the campaign's noise as it is learned (`noise_model`), `estimator` is where it starts.
+    adaptive: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
@@ -546,6 +549,7 @@ class Comparison:
         self.prior = list(prior)
         self.set_aside = 0  # fresh incumbent runs answered with another as spikes
         self._scale: float | None = None  # the spike scale, once asked for
+        self._level: float | None = None  # the median of `prior`, once asked for
         self.direction = direction
         self.noise_source = noise
         self.carried = carried
@@ -635,19 +639,29 @@ class Comparison:
         """Which reference samples are spikes, or None when none is left out.
 
         A sample worse than the level the incumbent was kept at (the median of `prior`)
-        by more than the spike scale is a spike, unless two or more such samples agree
-        with each other: then they are the incumbent's new level (the machine changed, or
-        the samples that selected it were luckier than most), and all are taken. Once
+        by more than the spike scale is a spike, unless REFERENCE_SETTLED or more such
+        samples agree with each other, the latest among them: then they are the
+        incumbent's new level (the machine changed, or the samples that selected it were
+        luckier than most), and all are taken. Once
         REFERENCE_SETTLED samples agree with the known level, the estimator itself is
         robust to what is left, and the reference is taken whole; so it is when nothing but
         spikes is left after SPIKE_RERUNS reruns, which bounds what a comparison spends."""
         scale = self._spike_scale()
         if scale <= 0:
             return None
-        level = robust.median(self.prior)
+        if self._level is None:
+            self._level = robust.median(self.prior)
+        level = self._level
         spiked = [gain(v, level, self.direction) < -scale for v in self.reference]
         spikes = [v for v, out in zip(self.reference, spiked, strict=True) if out]
-        agreeing = len(spikes) >= 2 and max(spikes) - min(spikes) <= 2 * scale
+        # Agreeing spikes are a new level only once REFERENCE_SETTLED of them agree (two in
+        # a row are what a burst of contention or a slow state gives), and only while it
+        # lasts: when the latest run is back at the known level, they were a burst.
+        agreeing = (
+            len(spikes) >= REFERENCE_SETTLED
+            and max(spikes) - min(spikes) <= 2 * scale
+            and spiked[-1]
+        )
         kept = len(self.reference) - len(spikes)
         if not spikes or agreeing or kept >= REFERENCE_SETTLED:
             return None
@@ -834,10 +848,8 @@ def calibrated_efficacy(
     estimator: str = "mean",
     screen: float = 0.0,
 ) -> float:
-    """See `_calibrate`; robust estimators' boundaries are also kept on disk (`calibration`),
-    since each takes seconds and a campaign needs several."""
-    if estimator == "mean":
-        return _calibrate(max_samples, confidence, dof, start, estimator, screen)
+    """See `_calibrate`; boundaries are also kept on disk (`calibration`), since each takes
+    up to seconds and a campaign needs several (`noise = "auto"` weighs every estimator)."""
     key = f"{max_samples}/{confidence!r}/{dof}/{start.name}/{estimator}/{screen!r}"
     return calibration.cached(
         key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen)
@@ -867,15 +879,10 @@ def _calibrate(
     one; paths on which a prior candidate is kept never reach the state and are left out. Each
     state has its own fixed set of paths, so the boundary is deterministic.
     """
-    alpha = 1.0 - confidence
-    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
-    # these paths does not overshoot on new ones.
-    alpha -= math.sqrt(alpha * (1 - alpha) / CALIBRATION_PATHS)
     index = list(Start).index(start)
     rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
     if estimator != "mean":
         rng = random.Random(f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}")
-    attempt_width = 2 * max_samples + 1
     prior = PRIOR_ATTEMPTS[start]
     # The candidates before: the first right after the keep, the others partial.
     boundaries = [
@@ -890,21 +897,64 @@ def _calibrate(
         for i in range(prior)
     ]
     rule = Rule("sequential", max_samples=max_samples, confidence=confidence, estimator=estimator)
+    draws_per_path = draws_needed(rule, start)
+
+    def gaussian() -> Iterator[tuple[Noise, Iterator[float]]]:
+        for _ in range(CALIBRATION_PATHS):
+            noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof, screen)  # s/sigma
+            yield noise, iter([rng.gauss(0.0, 1.0) for _ in range(draws_per_path)])
+
+    return critical_quantile(rule, boundaries, gaussian(), CALIBRATION_PATHS)
+
+
+def draws_needed(rule: Rule, start: Start) -> int:
+    """How many runs one calibration path can take at most: the newly kept incumbent's
+    re-measurement, the prior null candidates and the calibrated one."""
+    return REFERENCE_MIN + (PRIOR_ATTEMPTS[start] + 1) * (2 * rule.max_samples + 1)
+
+
+def critical_quantile(
+    rule: Rule,
+    boundaries: Sequence[float],
+    paths: Iterable[tuple[Noise, Iterator[float]]],
+    count: int,
+    prior: Sequence[float] = (),
+) -> float:
+    """The boundary at which at most 1 - confidence of the null candidates of `paths` are
+    kept by `Comparison` itself (less one Monte Carlo standard error of `count` paths).
+
+    Each path is a noise estimate and the runs of one stretch of a campaign in the order
+    they are taken, candidate and incumbent alike: a newly kept incumbent (known at the
+    level `prior`, the samples that selected it, which screen its re-measurements for
+    spikes), then one null candidate per boundary of `boundaries` (dropped at its boundary,
+    else the path never reaches the state calibrated), then the calibrated candidate, which
+    walks open."""
+    alpha = 1.0 - rule.confidence
+    # Aim one Monte Carlo standard error below the budget, so that the boundary fitted to
+    # these paths does not overshoot on new ones.
+    alpha -= math.sqrt(alpha * (1 - alpha) / count)
     critical = []
-    for _ in range(CALIBRATION_PATHS):
-        noise = Noise(math.sqrt(rng.gammavariate(dof / 2, 2.0) / dof), dof, screen)  # s/sigma
-        draws = iter(
-            [rng.gauss(0.0, 1.0) for _ in range(REFERENCE_MIN + (prior + 1) * attempt_width)]
-        )
+    for noise, draws in paths:
+        selected = list(prior)
         reference: list[float] = []
         for boundary in boundaries:
-            test = Comparison(rule, "minimize", reference, noise, len(reference), efficacy=boundary)
+            test = Comparison(
+                rule,
+                "minimize",
+                reference,
+                noise,
+                len(reference),
+                efficacy=boundary,
+                prior=selected,
+            )
             # A prior candidate kept makes a new incumbent: the path never reaches the state.
             if _prior_attempt(test, draws) is Verdict.KEEP:
                 break
             reference = test.reference
         else:
-            walk = Comparison(rule, "minimize", reference, noise, len(reference), open_walk=True)
+            walk = Comparison(
+                rule, "minimize", reference, noise, len(reference), open_walk=True, prior=selected
+            )
             critical.append(_critical_boundary(walk, draws))
     critical.sort(reverse=True)
     # Kept iff critical >= boundary: just above the (allowed + 1)-th largest keeps

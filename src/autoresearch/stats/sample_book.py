@@ -8,10 +8,13 @@ It imports nothing that runs a command.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
+from autoresearch.stats import noise_model
 from autoresearch.stats.auto_rule import resolve
-from autoresearch.stats.decide import Comparison, Pool, Rule
+from autoresearch.stats.decide import Comparison, Pool, Rule, start_state
+from autoresearch.stats.noise_model import Choice, Learned, Shape
 from autoresearch.stats.robust import change_point
 
 
@@ -75,6 +78,12 @@ class SampleBook:
         # How many of a commit's samples were taken when it was measured itself (as the
         # baseline or as a candidate); the rest are re-measurements as the incumbent.
         self.own: dict[str, int] = {}
+        # The boundary calibrated on the campaign's own residuals (`noise_model`), once
+        # there are enough of them; None: the Gaussian calibration decides.
+        self.learned: Learned | None = None
+        # What the residuals look like, once learned, and why the estimator changed.
+        self.shape: Shape | None = None
+        self.switches: list[str] = []
 
     # -- from the ledger ----------------------------------------------------------------
 
@@ -82,11 +91,15 @@ class SampleBook:
         """Rebuild everything from the ledger's records (for a resumed campaign)."""
         self.groups, self.selected, self.own = {}, {}, {}
         self.first, self.rule = [], self.configured
+        self.learned, self.shape, self.switches = None, None, []
         for record in records:
             self.take(record)
 
     def take(self, record: Recorded) -> None:
         """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
+        if record.samples or record.incumbent_samples:
+            # Its comparison began here (`comparison` learns first): learn as it did.
+            self.learn()
         for commit, samples in sample_groups([record]).items():
             self.groups.setdefault(commit, []).extend(samples)
         baseline = record.status.sets_best and not record.status.kept_change
@@ -146,16 +159,76 @@ class SampleBook:
 
     def comparison(self, incumbent: str) -> Comparison:
         """The procedure that decides on a candidate against `incumbent` now."""
+        self.learn()
+        carried = self.carried(incumbent)
+        learned = self.learned
+        if learned is not None and learned.estimator != self.rule.estimator:
+            learned = None
         return Comparison(
             self.rule,
             self.direction,
             self.reference(incumbent),
             Pool.of(self.groups, incumbent, self.rule.estimator, self.direction),
-            self.carried(incumbent),
+            carried,
             prior=self.prior(incumbent),
+            efficacy=None
+            if learned is None
+            else learned.efficacy(start_state(carried, self.rule.max_samples)),
         )
+
+    def learns(self) -> bool:
+        """Whether the boundary follows the campaign's own noise: `rule = "auto"` on a noisy
+        metric (explicit rules behave as configured)."""
+        return self.configured.name == "auto" and self.rule.name == "sequential"
+
+    def residuals(self) -> list[float]:
+        """The campaign's residuals so far (`noise_model.residuals`)."""
+        return noise_model.residuals(self.groups, self.selected, self.direction)
+
+    def learn(self) -> None:
+        """Calibrate the boundary on the campaign's residuals when there are LEARN_MIN of
+        them, and again whenever their count has grown by LEARN_GROWTH; under `noise =
+        "auto"` choose the estimator then (`noise_model.choose`). A function of the samples
+        at the start of each comparison, so a resumed campaign and `verify` learn the same
+        at the same attempts."""
+        if not self.learns():
+            return
+        count = noise_model.residual_count(self.groups, self.selected)
+        learned = self.learned
+        if count < noise_model.LEARN_MIN:
+            return
+        if learned is not None and count < learned.count * noise_model.LEARN_GROWTH:
+            return
+        choice = noise_model.choose(self.rule, self.groups, self.selected, self.direction)
+        if choice is None:
+            return
+        self.shape = choice.shape
+        chosen = choice.learned.estimator
+        if chosen != self.rule.estimator:
+            self.switches.append(switch_text(self.rule.estimator, choice))
+            self.rule = replace(self.rule, estimator=chosen)
+        self.learned = choice.learned
 
     def prior(self, incumbent: str) -> list[float]:
         """The samples that selected a kept incumbent: left out of its reference (biased
         in its favour), but what tells a spiked re-measurement from its level."""
         return self.groups.get(incumbent, [])[: self.selected.get(incumbent, 0)]
+
+
+NAMES = {
+    "robust": "the clipped mean",
+    "time": "the better half (noise = time)",
+    "mean": "the plain mean",
+}
+
+
+def switch_text(before: str, choice: Choice) -> str:
+    """Why `noise = "auto"` changed the estimator, in one line."""
+    after = choice.learned.estimator
+    found = choice.detectable
+    gains = ", ".join(f"{NAMES[e]} {found[e]:.3g}" for e in found)
+    return (
+        f"estimator: {before} -> {after}: the noise so far ({choice.shape.describe()}) lets "
+        f"{NAMES[after]} detect the smallest gain at the false-keep rate calibrated on the "
+        f"campaign's own residuals (gains kept 4 times in 5: {gains})"
+    )

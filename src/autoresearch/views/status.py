@@ -51,6 +51,10 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
             # The rule in force and why (`rule = "auto"` says what it chose).
             "decision": state.get("decision"),
             "detectable": state.get("detectable"),
+            # What the campaign's noise looks like, once learned, and every change of
+            # estimator `noise = "auto"` made, with why.
+            "noise_shape": state.get("noise_shape"),
+            "estimator_switches": list(state.get("estimator_switches") or []),
             "branch": f"autoresearch/{name}",
             "ledger": str(state_dir / "ledger.jsonl"),
             "slots": slot_status(state.get("slots")) if running else [],

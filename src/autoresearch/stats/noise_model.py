@@ -1,0 +1,362 @@
+"""The noise a campaign has shown: its residuals, their shape, and the sequential boundary
+calibrated on them.
+
+Every version of the code measured more than a few times tells what one run's noise looks
+like on this machine: its runs minus their own level are the noise, in the order taken
+(`residuals`). Once there are enough of them, the efficacy boundary is calibrated exactly
+as `decide` calibrates it on Gaussian draws (the very `Comparison` driven over null
+candidates, a newly kept incumbent and the candidates before the calibrated one), but on
+noise resampled from these residuals by a stationary block bootstrap, so that bursts of
+consecutive runs and persistent states keep their serial structure (`learned_boundaries`).
+The shape of the residuals (skew, serial correlation, tails, levels) is described for the
+person (`Shape.describe`) and chooses the estimator under `[metric] noise = "auto"`
+(`choose_estimator`).
+
+Pure, deterministic (fixed seeds, the residuals in a fixed order), imports nothing of the
+package but the statistics.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from autoresearch.stats import robust
+from autoresearch.stats.decide import (
+    DETECT_POWER_Z,
+    PRIOR_ATTEMPTS,
+    Noise,
+    Rule,
+    Start,
+    critical_quantile,
+    pooled_noise,
+    robust_noise,
+    sequential_bounds,
+)
+
+# A version's unbiased runs before they say something about the noise: with fewer, a
+# burst can hold most of them, and centring on their median would turn the clean runs
+# into gains the noise never gives.
+MIN_RUNS = 4
+# Residuals before the learned calibration replaces the Gaussian one, and how much their
+# count grows before it is calibrated again.
+LEARN_MIN = 8
+LEARN_GROWTH = 1.5
+# Paths per start state for the estimator in force, and for each other one `noise =
+# "auto"` weighs (fewer: its boundary aims one Monte Carlo standard error lower, which
+# favours the estimator in force; a switch calibrates the new one on LEARN_PATHS). A
+# recalibration stays well under a second on one core.
+LEARN_PATHS = 800
+TRIAL_PATHS = 400
+LEARN_SEED = 20261204
+# The noise estimate's degrees of freedom in the simulation: the residuals are taken in
+# units of the campaign's own estimate, so it is known there.
+KNOWN_DOF = 1000
+# The level a simulated path's newly kept incumbent was kept at (the residuals are centred
+# on each version's level): what its re-measurements are screened against for spikes, as
+# the samples that selected it are in the campaign. Those were kept for looking good, so a
+# spike among them is rare; drawing them from the stream would put one there too often.
+SELECTED = (0.0,)
+
+
+def residuals(
+    groups: Mapping[str, Sequence[float]], selected: Mapping[str, int], direction: str
+) -> list[float]:
+    """Each version's unbiased runs minus their level, in the order taken, worse side
+    positive, version after version.
+
+    The samples that selected a kept version are left out (they were kept for looking
+    good). A version's runs are split at a shift of their level (`robust.change_point`), so
+    that a machine that changed speed once is not taken for noise that flips between two
+    levels. Each segment of at least MIN_RUNS runs is centred on its densest half (a burst
+    among them must not move the others) and scaled so that, on Gaussian noise, its
+    residuals have the noise's variance (`centred_scale`)."""
+    sign = 1.0 if robust.worse_high(direction) else -1.0
+    out: list[float] = []
+    for version, samples in groups.items():
+        runs = list(samples)[selected.get(version, 0) :]
+        cut = robust.change_point(runs)
+        for segment in (runs[:cut], runs[cut:]) if cut else (runs,):
+            m = len(segment)
+            if m < MIN_RUNS:
+                continue
+            centre = densest_half(segment)
+            scale = centred_scale(min(m, 64))
+            out.extend(sign * (x - centre) * scale for x in segment)
+    return out
+
+
+def densest_half(runs: Sequence[float]) -> float:
+    """The mean of the half of `runs` that lies closest together (the shortest half): a
+    version's level however many of its runs a burst or a slow state moved, as long as
+    its undisturbed runs agree, where the median of four runs two of which were spiked
+    lies halfway to the spikes."""
+    ordered = sorted(runs)
+    h = (len(ordered) + 1) // 2
+    start = min(range(len(ordered) - h + 1), key=lambda i: (ordered[i + h - 1] - ordered[i], i))
+    return math.fsum(ordered[start : start + h]) / h
+
+
+@lru_cache(maxsize=128)
+def centred_scale(m: int) -> float:
+    """The factor that gives the residuals of m Gaussian runs about their densest half
+    the variance of one run (a fixed seed: deterministic)."""
+    rng = random.Random(7_000_003 * m)
+    total = 0.0
+    trials = 4000
+    for _ in range(trials):
+        runs = [rng.gauss(0.0, 1.0) for _ in range(m)]
+        centre = densest_half(runs)
+        total += math.fsum((x - centre) ** 2 for x in runs) / m
+    return math.sqrt(trials / total)
+
+
+def _autocorrelation(values: Sequence[float], lag: int) -> float:
+    n = len(values)
+    if n <= lag + 1:
+        return 0.0
+    mean = math.fsum(values) / n
+    var = math.fsum((x - mean) ** 2 for x in values)
+    if var <= 0:
+        return 0.0
+    cov = math.fsum((values[i] - mean) * (values[i + lag] - mean) for i in range(n - lag))
+    return cov / var
+
+
+def block_length(values: Sequence[float]) -> float:
+    """The mean block length of the bootstrap: twice the lag beyond which the residuals'
+    autocorrelations are indistinguishable from none (the first step of Politis and
+    White's rule), 1 (independent draws) when even the first is."""
+    n = len(values)
+    if n < 8:
+        return 1.0
+    bound = 2.0 * math.sqrt(math.log10(n) / n)
+    window = max(5, int(math.sqrt(math.log10(n))))
+    for m in range(0, n // 4):
+        if all(abs(_autocorrelation(values, m + k)) < bound for k in range(1, window + 1)):
+            return float(max(1, min(2 * m, n // 4)))
+    return float(max(1, n // 4))
+
+
+def bootstrap(rng: random.Random, values: Sequence[float], mean_block: float) -> Iterator[float]:
+    """An endless stationary block bootstrap of `values` (circular): runs of consecutive
+    residuals, of geometric length with mean `mean_block`, from random starts."""
+    n = len(values)
+    restart = 1.0 / mean_block
+    draw = rng.random
+    at = int(draw() * n)
+    while True:
+        yield values[at]
+        jump = draw() < restart
+        at = int(draw() * n) if jump else (at + 1) % n
+
+
+@dataclass(frozen=True)
+class Learned:
+    """The boundary calibrated on a campaign's own residuals, per start state, and what it
+    was calibrated from."""
+
+    count: int  # `residual_count` when it was calibrated
+    estimator: str
+    screen: float
+    block: float  # the bootstrap's mean block length
+    boundaries: tuple[float, float, float]  # by Start, in order
+
+    def efficacy(self, start: Start) -> float:
+        return self.boundaries[list(Start).index(start)]
+
+
+def residual_count(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> int:
+    """How many runs `residuals` may draw on (versions with MIN_RUNS unbiased runs or more):
+    what tells when to calibrate again, without finding every change point."""
+    total = 0
+    for version, samples in groups.items():
+        unbiased = len(samples) - selected.get(version, 0)
+        if unbiased >= MIN_RUNS:
+            total += unbiased
+    return total
+
+
+def learned_boundaries(
+    rule: Rule, scaled: Sequence[float], screen: float, count: int, paths: int = LEARN_PATHS
+) -> Learned:
+    """The efficacy boundary of each start state at which a null candidate is kept with
+    probability at most 1 - confidence by `Comparison` itself, when the runs' noise is
+    `scaled` (residuals in units of the campaign's noise estimate) resampled in blocks.
+
+    Both sides draw from one stream in the order the comparison takes its runs, as on a
+    machine whose disturbances follow time, not the version measured. The states are
+    calibrated in turn, each path a newly kept incumbent and the null candidates before
+    the calibrated one (dropped at the boundaries already found), as `decide._calibrate`
+    does on Gaussian draws."""
+    sim = Rule(
+        "sequential",
+        max_samples=rule.max_samples,
+        confidence=rule.confidence,
+        estimator=rule.estimator,
+    )
+    values = tuple(scaled)
+    block = block_length(values)
+    noise = Noise(1.0, KNOWN_DOF, screen)
+    found: dict[Start, float] = {}
+    for start in Start:
+        before = [
+            found[Start.AFTER_KEEP] if i == 0 else found[Start.PARTIAL]
+            for i in range(PRIOR_ATTEMPTS[start])
+        ]
+        rng = random.Random(f"{LEARN_SEED}/{count}/{paths}/{start.name}/{rule.estimator}")
+
+        def drawn(rng: random.Random = rng) -> Iterator[tuple[Noise, Iterator[float]]]:
+            for _ in range(paths):
+                # Drawn as the path takes them: most paths end after a few runs.
+                yield noise, bootstrap(rng, values, block)
+
+        found[start] = critical_quantile(sim, before, drawn(), paths, SELECTED)
+    return Learned(
+        count,
+        rule.estimator,
+        screen,
+        block,
+        (found[Start.AFTER_KEEP], found[Start.PARTIAL], found[Start.FULL]),
+    )
+
+
+# What `noise = "auto"` chooses from, in order of preference on a tie: the clipped mean
+# (symmetric noise with spikes), the better half (disturbances on the worse side only),
+# the plain mean (noise whose every run is a draw of it: states, wide mixtures).
+CHOICES = ("robust", "time", "mean")
+# A switch of estimator needs this much smaller a detectable gain than the one in force:
+# the estimate of each has Monte Carlo error, and flapping between them helps no one.
+SWITCH_MARGIN = 0.9
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the residuals look like, in units of their robust sigma."""
+
+    runs: int
+    skew: float  # the worse side's 90% spread over the better side's (1: symmetric)
+    serial: float  # lag-1 autocorrelation (0: independent runs; bursts and states > 0)
+    tails: float  # share of runs beyond 3 robust sigmas (0.3% on Gaussian noise)
+    levels: float  # the spread over the spread of successive runs (1: no persistent levels)
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Shape:
+        n = len(values)
+        ordered = sorted(values)
+        centre = robust.median(ordered)
+        sigma = robust.median([abs(x - centre) for x in ordered]) / robust.MAD_NORMAL
+        steps = [abs(values[i + 1] - values[i]) for i in range(n - 1)]
+        local = robust.median(steps) / (robust.MAD_NORMAL * math.sqrt(2.0)) if steps else 0.0
+
+        def q(p: float) -> float:
+            return ordered[min(n - 1, int(p * n))]
+
+        better = centre - q(0.1)
+        return cls(
+            n,
+            (q(0.9) - centre) / better if better > 0 else 1.0,
+            _autocorrelation(values, 1),
+            sum(1 for x in values if abs(x - centre) > 3 * sigma) / n if sigma > 0 else 0.0,
+            sigma / local if local > 0 else 1.0,
+        )
+
+    def describe(self) -> str:
+        """One line for a person: what stands out, or that nothing does."""
+        traits = []
+        if self.skew >= 2.0:
+            traits.append(f"right-skewed (the worse side {self.skew:.1f}x the better)")
+        elif self.skew <= 0.5:
+            traits.append(f"left-skewed (the better side {1 / self.skew:.1f}x the worse)")
+        if self.serial >= 0.25:
+            traits.append(
+                f"serially correlated (lag-1 {self.serial:.2f}: bursts or persistent states)"
+            )
+        if self.tails >= 0.02:
+            traits.append(f"{100 * self.tails:.0f}% of runs beyond 3 robust sigmas")
+        if self.levels >= 2.0:
+            traits.append(f"runs at separate levels ({self.levels:.1f}x the run-to-run spread)")
+        found = "; ".join(traits) if traits else "close to Gaussian"
+        return f"{self.runs} residuals: {found}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The estimator `noise = "auto"` chose, the boundaries calibrated for it, and why."""
+
+    learned: Learned
+    shape: Shape
+    detectable: dict[str, float]  # by estimator: the gain it keeps 4 times in 5, in units
+
+
+def detectable(rule: Rule, boundary: float, sigma: float) -> float:
+    """The gain (in units) a comparison that starts full keeps 4 times in 5 at `boundary`."""
+    return (boundary + DETECT_POWER_Z) * sigma * math.sqrt(2.0 / rule.max_samples)
+
+
+def noise_of(groups: Sequence[Sequence[float]], estimator: str, direction: str) -> Noise | None:
+    """The campaign's noise estimate as a comparison under `estimator` starts from it."""
+    if estimator == "mean":
+        return pooled_noise(groups)
+    return robust_noise(groups, estimator, direction)
+
+
+def boundaries(rule: Rule, noise: Noise, learned: Learned) -> tuple[float, float, float]:
+    """Per start state, the larger of the boundary learned on the residuals and the one
+    calibrated on Gaussian draws at the noise estimate's degrees of freedom: a bootstrap of
+    a few dozen residuals has not met the tails that the Gaussian calibration's uncertain
+    sigma stands for, and Gaussian draws have not met the campaign's bursts."""
+    carried = {Start.AFTER_KEEP: 0, Start.PARTIAL: 1, Start.FULL: rule.max_samples}
+    return tuple(  # type: ignore[return-value]
+        max(
+            learned.efficacy(start),
+            sequential_bounds(rule, noise.dof, carried[start], noise.screen),
+        )
+        for start in Start
+    )
+
+
+def choose(
+    rule: Rule,
+    groups: Mapping[str, Sequence[float]],
+    selected: Mapping[str, int],
+    direction: str,
+) -> Choice | None:
+    """Calibrate the boundary on the campaign's residuals for the estimator in force or,
+    under `noise = "auto"` (`rule.adaptive`), for each of CHOICES, and keep the one that
+    detects the smallest gain at its calibrated boundary (the estimator in force unless
+    another is clearly better). None: too few residuals, or no noise to speak of."""
+    found = residuals(groups, selected, direction)
+    if len(found) < LEARN_MIN:
+        return None
+    count = residual_count(groups, selected)
+    versions = list(groups.values())
+    held = rule.estimator
+    options = CHOICES if rule.adaptive else (held,)
+    results: dict[str, tuple[Learned, float, Noise]] = {}
+
+    def calibrate(estimator: str, noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
+        trial = replace(rule, name="sequential", estimator=estimator)
+        scaled = [r / noise.sigma for r in found]
+        learned = learned_boundaries(trial, scaled, noise.screen, count, paths)
+        learned = replace(learned, boundaries=boundaries(trial, noise, learned))
+        return learned, detectable(trial, learned.efficacy(Start.FULL), noise.sigma), noise
+
+    for estimator in options:
+        noise = noise_of(versions, estimator, direction)
+        if noise is None or noise.sigma <= 0:
+            continue
+        results[estimator] = calibrate(
+            estimator, noise, LEARN_PATHS if estimator == held else TRIAL_PATHS
+        )
+    if not results:
+        return None
+    best = min(results, key=lambda e: (results[e][1], options.index(e)))
+    if held in results and results[best][1] > SWITCH_MARGIN * results[held][1]:
+        best = held
+    if best != held:
+        results[best] = calibrate(best, results[best][2], LEARN_PATHS)
+    return Choice(results[best][0], Shape.of(found), {e: r[1] for e, r in results.items()})
