@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Protocol
 
 from autoresearch.errors import ConfigError
-from autoresearch.isolation import landlock, seccomp
-from autoresearch.isolation.process import SETUP_TRIES
+from autoresearch.isolation import landlock, launcher, seccomp
+from autoresearch.isolation.process import SETUP_TRIES, Launch
 
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
 DEFAULT_DENY_READ = (
@@ -345,6 +345,11 @@ class Sandbox(Protocol):
         """What the child runs between fork and exec (None: nothing)."""
         ...
 
+    def launcher(self) -> Launch | None:
+        """What starts the command line with the sandbox's restrictions on, in place of
+        `child_setup` and without Python between fork and exec (None: nothing to put on)."""
+        ...
+
 
 class NoSandbox:
     """Runs commands as they are: nothing below is enforced (see `unprotected`)."""
@@ -360,6 +365,9 @@ class NoSandbox:
         return dict(boundary.env)
 
     def child_setup(self) -> Callable[[], None] | None:
+        return None
+
+    def launcher(self) -> Launch | None:
         return None
 
 
@@ -443,6 +451,18 @@ class Bwrap:
                 scope()
 
         return setup
+
+    def launcher(self) -> Launch | None:
+        """The keyring filter and the Landlock scope of `child_setup`, put on a thread of
+        the engine's that starts the commands (`launcher.py`). bubblewrap binds itself to
+        the engine's life some milliseconds into its start, and nothing else does before:
+        an engine killed before that leaves the sandbox to the record the command's
+        process writes before bubblewrap starts (`process.PRELUDE`)."""
+        scope = landlock.scoping_problem(tuple(_probe(self.executable))) is None
+        keyrings = seccomp.problem() is None
+        if not scope and not keyrings:
+            return None
+        return launcher.shared(keyrings, scope)
 
 
 def _probe(executable: str) -> list[str]:
