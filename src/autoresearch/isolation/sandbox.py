@@ -376,6 +376,7 @@ class Bwrap:
 
     def __init__(self, executable: str = "bwrap") -> None:
         self.executable = executable
+        self._launch: tuple[Launch | None] | None = None  # found once: see `launcher`
 
     def command(
         self, argv: list[str], boundary: Boundary, status_fd: int | None = None
@@ -457,12 +458,14 @@ class Bwrap:
         the engine's that starts the commands (`launcher.py`). bubblewrap binds itself to
         the engine's life some milliseconds into its start, and nothing else does before:
         an engine killed before that leaves the sandbox to the record the command's
-        process writes before bubblewrap starts (`process.PRELUDE`)."""
-        scope = landlock.scoping_problem(tuple(_probe(self.executable))) is None
-        keyrings = seccomp.problem() is None
-        if not scope and not keyrings:
-            return None
-        return launcher.shared(keyrings, scope)
+        process writes before bubblewrap starts (`process.PRELUDE`). Found at the first
+        command: the probes behind it are asked once, not per command."""
+        if self._launch is None:
+            scope = landlock.scoping_problem(tuple(_probe(self.executable))) is None
+            keyrings = seccomp.problem() is None
+            found = launcher.shared(keyrings, scope) if scope or keyrings else None
+            self._launch = (found,)
+        return self._launch[0]
 
 
 def _probe(executable: str) -> list[str]:
