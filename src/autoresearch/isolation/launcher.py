@@ -116,3 +116,7 @@ def shared(keyrings: bool, scope: bool) -> Launcher:
     if scope:
         steps.append(landlock.scope_child)
     return Launcher(tuple(steps))
+
+
+# A forked child of the engine has none of its threads: it makes its own launcher.
+os.register_at_fork(after_in_child=shared.cache_clear)

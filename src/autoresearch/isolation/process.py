@@ -360,8 +360,8 @@ def with_prelude(argv: list[str], record: Path | None, limits: Limits) -> list[s
     """`argv` started through `PRELUDE` when there is a record to write or a limit to set."""
     if record is None and not limits.memory_mb and not limits.cpu_seconds:
         return argv
-    sizes = [str(record or ""), str(limits.memory_mb * 1024), str(limits.cpu_seconds)]
-    return ["/bin/sh", "-c", PRELUDE, "autoresearch", *sizes, *argv]
+    values = [str(record or ""), str(limits.memory_mb * 1024), str(limits.cpu_seconds)]
+    return ["/bin/sh", "-c", PRELUDE, "autoresearch", *values, *argv]
 
 
 def run_command(
