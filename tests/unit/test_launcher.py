@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -256,3 +257,25 @@ def test_the_limits_hold_without_python_before_exec(tmp_path: Path) -> None:
     )
     rows = [line.split() for line in result.stdout_text().splitlines()]
     assert [r[-3:-1] for r in rows] == [["4", "9"], [str(300 << 20)] * 2]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to pin apart")
+def test_a_command_keeps_the_cores_its_callers_thread_is_pinned_to() -> None:
+    # A slot's thread is pinned to its cores (`cpus_per_job`), and its commands must be too,
+    # though the launcher's thread forks them.
+    launch = launcher.shared(KEYRINGS, SCOPE)
+    seen: dict[int, str] = {}
+
+    def pinned(core: int) -> None:
+        os.sched_setaffinity(0, {core})
+        argv = ["python3", "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
+        seen[core] = started(launch, argv)
+
+    for core in sorted(os.sched_getaffinity(0))[:2]:
+        thread = threading.Thread(target=pinned, args=(core,))
+        thread.start()
+        thread.join()
+    assert seen == {core: f"[{core}]" for core in seen} and len(seen) == 2
+    assert started(
+        launch, ["python3", "-c", "import os; print(len(os.sched_getaffinity(0)))"]
+    ) == str(len(os.sched_getaffinity(0)))

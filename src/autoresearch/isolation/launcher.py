@@ -7,7 +7,9 @@ Python run there, and for that CPython forks the whole engine (its page tables c
 not to a process (neither is asked to spread to the other threads), and a new process
 takes them from the thread that forks it. So one thread of the engine puts them on itself,
 once, and starts every sandboxed command: nothing runs between fork and exec, and the
-engine's other threads keep their own credentials.
+engine's other threads keep their own credentials. What else a process takes from the
+thread that forks it, the CPU affinity (a slot pinned to its cores), is the caller's: the
+thread takes it on before each start.
 
 The thread is never stopped: bubblewrap's `--die-with-parent` watches the thread that
 forked it, so the thread must outlive every command it started. One thread serves the
@@ -32,6 +34,9 @@ Start = Callable[[], "subprocess.Popen[bytes]"]
 class _Request:
     def __init__(self, start: Start) -> None:
         self.start = start
+        # The caller's CPU affinity, which a process takes from the thread that forks it (a
+        # slot pinned to its cores, `cpus_per_job`): the launcher's thread takes it on first.
+        self.cpus = os.sched_getaffinity(0)
         self.done = threading.Event()
         self.lock = threading.Lock()
         self.process: subprocess.Popen[bytes] | None = None
@@ -63,6 +68,8 @@ class Launcher:
         while True:
             request = self._requests.get()
             try:
+                if os.sched_getaffinity(0) != request.cpus:
+                    os.sched_setaffinity(0, request.cpus)
                 process = request.start()
             except BaseException as exc:  # handed to the caller, raised there
                 request.error = exc
