@@ -201,6 +201,12 @@ def one_campaign(index: int, source: Path, base: Path, pairs: int, bench: str) -
         "speedups_kept": sum(1 for _, kind in kept if kind == "speedup"),
         "slower_kept": sum(1 for _, kind in kept if kind == "slower"),
         "statuses": [by_iteration.get(i, {}).get("status") for i in range(1, len(plan) + 1)],
+        # Why each speedup that was not kept was dropped: the judge's own words.
+        "speedups_dropped": {
+            name: by_iteration.get(i, {}).get("reason")
+            for i, (name, kind, *_rest) in enumerate(plan, 1)
+            if kind == "speedup" and by_iteration.get(i, {}).get("status") != "keep"
+        },
     }
     if not kept:
         row["confirmed"] = None

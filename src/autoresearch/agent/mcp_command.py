@@ -79,7 +79,7 @@ def mcp_(config_path: Path | None, connect: Path | None, campaign_name: str | No
         connect = Path(sandboxed)
     if connect is not None:
         sys.exit(relay.main([str(connect)]))
-    from autoresearch.agent.mcp_server import serve
+    from autoresearch.agent.mcp_handshake import serve_answering_early
     from autoresearch.store.place import current_folder, place_of, recorded_config
 
     # From the campaign's workspace (or any folder below the checkout) too.
@@ -88,7 +88,14 @@ def mcp_(config_path: Path | None, connect: Path | None, campaign_name: str | No
     wanted = campaign_name or place.campaign
     if config is None and wanted is not None:
         config = recorded_config(place.root, wanted)
-    serve(place.root, config)
+    root = place.root
+
+    def run() -> None:
+        from autoresearch.agent.mcp_server import serve
+
+        serve(root, config)
+
+    serve_answering_early(run)
 
 
 def light_main() -> click.Group:

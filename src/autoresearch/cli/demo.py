@@ -34,7 +34,7 @@ def available() -> list[str]:
 def use_this_python() -> None:
     """Make `python` in the examples' commands the interpreter running autoresearch.
 
-    The examples need this installation's packages (scikit-learn, optuna); a `python`
+    The examples need this installation's packages (numpy, optuna); a `python`
     found first on PATH may be another interpreter without them.
     """
     bindir = str(Path(sys.executable).parent)

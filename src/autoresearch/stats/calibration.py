@@ -18,12 +18,17 @@ from pathlib import Path
 VERSION = 1  # bump when the calibration procedure changes
 
 
-def cache_file() -> Path:
+def cache_dir() -> Path:
+    """Where the engine keeps what it can always compute again."""
     base = os.environ.get("AUTORESEARCH_CACHE_DIR")
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         base = str(Path(xdg) / "autoresearch")
-    return Path(base) / f"calibration-v{VERSION}.json"
+    return Path(base)
+
+
+def cache_file() -> Path:
+    return cache_dir() / f"calibration-v{VERSION}.json"
 
 
 def _read(path: Path) -> dict[str, float]:
