@@ -313,3 +313,41 @@ def test_the_folder_shows_each_commit_exactly_however_it_moves(tmp_path: Path) -
         assert shown == wanted, commit
         tree.settle()
     assert tree.passes["paths"] > 0
+
+
+def _git_entries(repo: Path, commit: str, paths: list[str]) -> dict[str, tuple[str, str]]:
+    raw = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+        env={**os.environ, "GIT_LITERAL_PATHSPECS": "1"},
+    ).stdout
+    out = {}
+    for item in raw.split(b"\0"):
+        meta, _, name = item.partition(b"\t")
+        if meta:
+            mode, _, oid = meta.decode().split()
+            out[os.fsdecode(name)] = (mode, oid)
+    return out
+
+
+def test_the_entries_read_from_tree_objects_are_what_git_lists(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"a.txt": "1\n", "b/c.txt": "2\n"})
+    commits = _commit_states(repo)
+    asked = [
+        ["a.txt"],
+        ["b"],
+        ["deep"],
+        ["deep/x", "b/c.txt", "missing", "a.txt/inner", "with space.txt"],
+        ["link", "new\nline", os.fsdecode(b"caf\xe9"), "b/c.txt/below-a-file", "deep/x/y/z.txt"],
+    ]
+    reader = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    with materialise.Blobs(reader) as objects:
+        for commit in commits:
+            for paths in asked:
+                found = materialise.entries(objects, commit, paths)
+                seen = {p: (e.mode, e.oid) for p, e in found.items()}
+                assert seen == _git_entries(repo, commit, paths), (commit, paths)

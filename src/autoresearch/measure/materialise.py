@@ -23,8 +23,6 @@ from autoresearch.errors import GitError
 from autoresearch.isolation.owned import real_dir, real_parents, remove
 from autoresearch.isolation.watch import FolderWatch
 
-Run = Callable[..., bytes]  # runs git with the folder's git directory: args -> stdout
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -107,33 +105,54 @@ def _tree_entries(data: bytes, width: int) -> dict[bytes, Entry]:
     return out
 
 
-def entries(run: Run, commit: str, paths: Iterable[str]) -> dict[str, Entry]:
-    """What `commit` holds at each of `paths`, a folder's files included."""
+def entries(objects: Blobs, commit: str, paths: Iterable[str]) -> dict[str, Entry]:
+    """What `commit` holds at each of `paths`, a folder's files included (as `git ls-tree
+    -r` lists them), read from the tree objects through the running `cat-file --batch`:
+    only the folders on the way to each path are opened."""
     wanted = sorted({p for p in paths if p})
     if not wanted:
         return {}
-    # Past a few hundred paths the whole listing is cheaper than a command line that long.
-    listed = wanted if len(wanted) <= 256 else []
-    raw = run("ls-tree", "-r", "-z", "--full-tree", commit, "--", *listed)
-    exact = set(wanted)
+    width = objects.width
+    folders: dict[bytes, dict[bytes, Entry] | None] = {}
     out: dict[str, Entry] = {}
-    for item in raw.split(b"\0"):
-        meta, _, name = item.partition(b"\t")
-        parts = meta.decode().split()
-        path = os.fsdecode(name)
-        if len(parts) == 3 and (listed or _within(path, exact)):
-            out[path] = Entry(parts[0], parts[2])
+
+    def listing(folder: bytes) -> dict[bytes, Entry] | None:
+        """The entries of the folder at `folder` in the commit (b"": its root), or None."""
+        if folder not in folders:
+            if not folder:
+                found: dict[bytes, Entry] | None = _tree_entries(
+                    objects.whole(f"{commit}^{{tree}}", "tree"), width
+                )
+            else:
+                parent, _, name = folder.rpartition(b"/")
+                above = listing(parent)
+                entry = above.get(name) if above is not None else None
+                found = None
+                if entry is not None and entry.mode == TREE_MODE:
+                    found = _tree_entries(objects.whole(entry.oid, "tree"), width)
+            folders[folder] = found
+        return folders[folder]
+
+    def below(prefix: bytes, oid: str) -> None:
+        for name, entry in _tree_entries(objects.whole(oid, "tree"), width).items():
+            path = prefix + b"/" + name
+            if entry.mode == TREE_MODE:
+                below(path, entry.oid)
+            else:
+                out[os.fsdecode(path)] = entry
+
+    for rel in wanted:
+        raw = os.fsencode(rel)
+        parent, _, name = raw.rpartition(b"/")
+        above = listing(parent)
+        entry = above.get(name) if above is not None else None
+        if entry is None:
+            continue
+        if entry.mode == TREE_MODE:
+            below(raw, entry.oid)
+        else:
+            out[rel] = entry
     return out
-
-
-def _within(path: str, paths: set[str]) -> bool:
-    """Whether `path` is one of `paths` or lies in a folder among them."""
-    while True:
-        if path in paths:
-            return True
-        path, sep, _ = path.rpartition("/")
-        if not sep:
-            return False
 
 
 CHUNK = 1 << 20  # a blob is copied a MiB at a time

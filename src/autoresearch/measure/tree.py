@@ -175,7 +175,6 @@ class MeasureTree:
         if touched is None:
             return False
         try:
-            run = self._run_bytes
             content = self._objects()
             moved = materialise.tree_differences(content, self.current, commit)
             write = {p: e for p, e in moved.items() if e}
@@ -190,12 +189,12 @@ class MeasureTree:
                 if not rel:
                     return False  # the root itself cannot be put back path by path
                 drop.add(rel)
-            looked_up = materialise.entries(run, commit, drop - set(write))
+            looked_up = materialise.entries(content, commit, drop - set(write))
             write.update(looked_up)
             self._note_unindexed(sorted(write))
 
             def held(folders: list[str]) -> set[str]:
-                found = materialise.entries(run, commit, folders)
+                found = materialise.entries(content, commit, folders)
                 return {f for f in folders if any(under(p, [f]) for p in found)}
 
             materialise.apply(self.path, drop, write, content, watch, held)
