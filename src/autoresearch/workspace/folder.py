@@ -46,6 +46,7 @@ from autoresearch.workspace.candidate import (
     split_nul,
     under,
 )
+from autoresearch.workspace.loose import write_commit
 from autoresearch.workspace.private_git import digest, link_shares, make_private_git, read_small
 from autoresearch.workspace.refused import refused_diff
 from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
@@ -683,9 +684,19 @@ class Workspace:
         # The message comes from the proposer: passed on stdin, since an argument cannot
         # hold a NUL byte, and a path that is not UTF-8 goes back to its own bytes.
         text = message_bytes(message.replace("\0", " "))
-        commit = self.git.run(
-            "commit-tree", candidate.tree, "-p", parent, "-F", "-", input=text, extra_env=IDENTITY
-        ).strip()
+        # Written by the engine, as git would write it: one process fewer per attempt.
+        commit = write_commit(self.objects(), candidate.tree, parent, text, self.git.env)
+        if commit is None:
+            commit = self.git.run(
+                "commit-tree",
+                candidate.tree,
+                "-p",
+                parent,
+                "-F",
+                "-",
+                input=text,
+                extra_env=IDENTITY,
+            ).strip()
         self.refs.update(self.attempt_ref(iteration), commit)
         return commit
 
