@@ -112,7 +112,6 @@ def entries(objects: Blobs, commit: str, paths: Iterable[str]) -> dict[str, Entr
     wanted = sorted({p for p in paths if p})
     if not wanted:
         return {}
-    width = objects.width
     folders: dict[bytes, dict[bytes, Entry] | None] = {}
     out: dict[str, Entry] = {}
 
@@ -120,8 +119,9 @@ def entries(objects: Blobs, commit: str, paths: Iterable[str]) -> dict[str, Entr
         """The entries of the folder at `folder` in the commit (b"": its root), or None."""
         if folder not in folders:
             if not folder:
+                # The width of an object id is known once an object was read: after it.
                 found: dict[bytes, Entry] | None = _tree_entries(
-                    objects.whole(f"{commit}^{{tree}}", "tree"), width
+                    objects.whole(f"{commit}^{{tree}}", "tree"), objects.width
                 )
             else:
                 parent, _, name = folder.rpartition(b"/")
@@ -129,12 +129,12 @@ def entries(objects: Blobs, commit: str, paths: Iterable[str]) -> dict[str, Entr
                 entry = above.get(name) if above is not None else None
                 found = None
                 if entry is not None and entry.mode == TREE_MODE:
-                    found = _tree_entries(objects.whole(entry.oid, "tree"), width)
+                    found = _tree_entries(objects.whole(entry.oid, "tree"), objects.width)
             folders[folder] = found
         return folders[folder]
 
     def below(prefix: bytes, oid: str) -> None:
-        for name, entry in _tree_entries(objects.whole(oid, "tree"), width).items():
+        for name, entry in _tree_entries(objects.whole(oid, "tree"), objects.width).items():
             path = prefix + b"/" + name
             if entry.mode == TREE_MODE:
                 below(path, entry.oid)
