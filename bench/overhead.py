@@ -13,9 +13,11 @@ generated repositories of 100 and 10,000 files and prints, per attempt:
 
 Each campaign runs in a fresh process; `--before DIR` measures another source tree (an
 earlier commit's, say) alongside, interleaved, so one invocation compares them on the
-same (possibly loaded) machine.
+same (possibly loaded) machine. `--rounds N` runs N campaigns of each, alternating which
+goes first, and pools their attempts: on a shared machine the load moves by half from one
+minute to the next, and one campaign each would compare two different minutes.
 
-    python bench/overhead.py [--attempts 50] [--sizes 100,10000] [--before DIR]
+    python bench/overhead.py [--attempts 50] [--rounds 1] [--sizes 100,10000] [--before DIR]
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def child(files: int, attempts: int, isolation: str, source: Path | None) -> dic
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=1, help="campaigns of each, interleaved")
     parser.add_argument("--sizes", default="100,10000")
     parser.add_argument("--isolation", default="bwrap,none")
     parser.add_argument("--before", type=Path, help="another source tree, measured alongside")
@@ -154,7 +157,7 @@ def main() -> int:
     if args.before:
         sources.append(("before", args.before.resolve()))
     print(
-        f"engine time per attempt (median of {args.attempts} attempts) on "
+        f"engine time per attempt (median of {args.rounds} x {args.attempts} attempts) on "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; engine ms: the ledger's "
         "engine_seconds; attempt ms: record to record minus the commands' own time, "
         "sandbox start-up, ledger and roll-back included"
@@ -165,15 +168,18 @@ def main() -> int:
     )
     for size in (int(s) for s in args.sizes.split(",")):
         for isolation in modes:
-            # Interleaved, so drift hits both alike.
-            for name, source in sources:
-                row = child(size, args.attempts, isolation, source)
-                engine = row["engine"]
-                walls = row["walls"]
-                bare = row["bare"]
-                assert isinstance(engine, list) and isinstance(walls, list)
-                assert isinstance(bare, float)
-                extra = [w - bare for w in walls]
+            # Interleaved, first one then the other, so drift hits both alike.
+            pooled: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n, _ in sources}
+            for round_ in range(args.rounds):
+                for name, source in sources if round_ % 2 == 0 else sources[::-1]:
+                    row = child(size, args.attempts, isolation, source)
+                    engine, walls, bare = row["engine"], row["walls"], row["bare"]
+                    assert isinstance(engine, list) and isinstance(walls, list)
+                    assert isinstance(bare, float)
+                    pooled[name][0].extend(engine)
+                    pooled[name][1].extend(w - bare for w in walls)
+            for name, _ in sources:
+                engine, extra = pooled[name]
                 print(
                     f"{size:>7} {isolation:>9} {name:>10} {statistics.median(engine):>10.1f} "
                     f"{pct(engine, 0.9):>6.1f} {statistics.median(extra):>11.1f} "

@@ -30,32 +30,32 @@ loopback stand-in would be a script of the search rather than a model, and the
 comparison would measure the script.
 
 Where autoresearch's time per attempt goes on this task (a wall-clock trace of the
-engine's steps and cProfile of the engine process, `bench/sandbox_cost.py`; a 2-core
-machine shared with other work at load 8, so each figure moves by a third from run to
-run), about 50 ms from one proposal to the next:
+engine's steps, a 2-core machine shared with other work at load 1.3, so each figure moves
+by a third from run to run), 32 ms from one proposal to the next:
 
-    the metric run in bubblewrap      24 ms  bubblewrap's start and mounts, `bash -c`; the
-                                             engine's fork: Python runs between fork and
-                                             exec (the command's record, its life bound to
-                                             the engine's, the keyrings' filter), a full
-                                             fork instead of a vfork (24 ms against 3 ms
-                                             median at load 10, 7 ms against 1 ms of CPU)
-    git processes                     20 ms  add, write-tree, diff-tree (the changes and
-                                             their line counts), commit-tree, update-ref
-                                             (the attempt's ref), diff-tree and cat-file
-                                             (the measurement folder), update-ref (the
-                                             branch, on a keep)
-    state.json and the ledger          3 ms  two fsyncs: the committed candidate, the line
-    the rest                           3 ms  fingerprints, the record, the memory file
+    the metric run in bubblewrap      15 ms  the command itself 2 ms; bubblewrap's start,
+                                             namespaces and mounts 5 ms; the shell that
+                                             writes the command's record 0.7 ms; `bash -c`;
+                                             the runner's pipes, threads and wait 2 ms
+    git processes                     10 ms  add, write-tree, diff-tree (the changes and
+                                             their line counts); restore on a discard
+    state.json and the ledger          2 ms  three renames of state.json (ext4 flushes a
+                                             file renamed over another), two fsyncs
+    the measurement folder's move      1 ms  through its long-lived cat-file --batch
+    the rest                           4 ms  fingerprints, the record, the memory file
 
-Cut before these figures (an earlier tree measured alongside with `--before`, same run):
-the fsync of the in-flight number, a state write per attempt (the in-flight number and
-the `checking` phase go with the next write), the proposer's `.git` remade after every
-attempt of a proposer that never reads it (10-40 ms on a loaded disk), the home folder's
-allowlist resolved per command (10 ms), `git diff --numstat` (counted by the diff-tree that
-names the changes), two `update-ref` of the engine's HEAD on a keep, the ledger read whole
-to chain each line. See docs/architecture.md, the end of "The workspace and its git
-bookkeeping".
+Cut before these figures (the tree before, measured alongside with `--before`): the full
+fork of the engine for every command (Python ran in the child between fork and exec: the
+record, the keyring filter, the Landlock scope, the rlimits; now a launcher thread holds
+the filter and the scope, and a shell writes the record and the limits, so CPython uses
+vfork), a diff-tree, an ls-tree and a cat-file process per move of the measurement folder,
+commit-tree (the commit object is written by the engine, the same bytes) and the
+update-ref processes of the attempt's ref and the branch (one long-lived
+`update-ref --stdin`); earlier still, the fsync of the in-flight number, a state write per
+attempt, the proposer's `.git` remade after every attempt of a proposer that never reads
+it, the home folder's allowlist resolved per command, `git diff --numstat`, two
+`update-ref` of the engine's HEAD on a keep, the ledger read whole to chain each line. See
+docs/architecture.md, the end of "The workspace and its git bookkeeping".
 """
 
 from __future__ import annotations

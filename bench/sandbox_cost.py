@@ -34,7 +34,7 @@ def command_ms(work: Path, sandboxed: bool) -> float:
         stdout_path=work / "out",
         stderr_path=work / "err",
         wrap=wrap,
-        child_setup=sandbox.child_setup() if sandboxed else None,  # the Landlock scope
+        launch=sandbox.launcher() if sandboxed else None,  # the keyring filter, Landlock scope
     )
     assert result.ok, (work / "err").read_text()
     return (time.perf_counter() - began) * 1000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,16 +94,18 @@ class Git:
             raise GitError(f"git {args[0]} failed in {self.cwd}: {detail}")
         return proc.stdout
 
-    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """git started with pipes for stdin and stdout (stderr dropped): for a conversation
-        such as `cat-file --batch`, read a piece at a time."""
+    def popen(
+        self, *args: str, extra_env: dict[str, str] | None = None, stderr: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """git started with pipes for stdin and stdout (stderr dropped, or a pipe too): for
+        a conversation such as `cat-file --batch`, read a piece at a time."""
         return subprocess.Popen(
             [*self.prefix, *args],
             cwd=self.cwd,
             env=self.env if extra_env is None else {**self.env, **extra_env},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
         )
 
     def ok(
@@ -131,6 +134,70 @@ class Git:
     def rev(self, ref: str) -> str | None:
         out = self.run("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False).strip()
         return out or None
+
+
+class RefUpdates:
+    """One `git update-ref --stdin` kept running in a repository, each update a transaction
+    of its own (`start`, `update`, `commit`), as one `git update-ref` process would make it:
+    git takes the same locks and checks the same expected value, without a process start
+    per ref. A refused update raises GitError with git's own words, and the next one
+    starts git afresh."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()  # one transaction at a time on the pipe
+
+    def update(self, ref: str, new: str, old: str | None = None, *, deref: bool = True) -> None:
+        """Point `ref` at `new`; only if it points at `old` now, when given."""
+        lines = ["start", *([] if deref else ["option no-deref"])]
+        lines += [f"update {ref} {new}" + ("" if old is None else f" {old}"), "commit", ""]
+        with self._lock:
+            if self._proc is None:
+                self._proc = self.git.popen("update-ref", "--stdin", stderr=True)
+            proc = self._proc
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write("\n".join(lines).encode())
+                proc.stdin.flush()
+                answers = [proc.stdout.readline(), proc.stdout.readline()]
+            except OSError:
+                answers = []
+            if answers == [b"start: ok\n", b"commit: ok\n"]:
+                return
+            said = self._stop()
+            if answers[:1] == [b"start: ok\n"]:
+                raise GitError(f"git update-ref failed in {self.git.cwd}: {said}")
+        # git stopped before the transaction began (a git without transactions on stdin,
+        # or one that could not start): the update as one command of its own.
+        args = [] if deref else ["--no-deref"]
+        self.git.run("update-ref", *args, ref, new, *([] if old is None else [old]))
+
+    def _stop(self) -> str:
+        """Stop git; the last line it wrote to stderr."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return ""
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr is not None else ""
+        if proc.stderr is not None:
+            proc.stderr.close()
+        lines = err.strip().splitlines()
+        return lines[-1].strip() if lines else f"exit code {proc.returncode}"
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
 
 
 def repo_root(start: Path) -> Path:

@@ -3,11 +3,15 @@ number that counts (never the mechanism)."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import subprocess
 from pathlib import Path
 
 from autoresearch.attempt import Status
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
+from autoresearch.measure import materialise
 from autoresearch.measure.tree import MeasureTree
 from autoresearch.proposers.base import Proposal
 from autoresearch.store.ledger import Ledger
@@ -217,3 +221,133 @@ def test_what_the_last_run_wrote_is_gone_when_the_campaign_ends(tmp_path: Path) 
     assert not (folder / "left.txt").exists()
     assert (folder / "other.py").read_text() == "x = 1\n"
     assert (folder / "calc.py").read_text() == "N = 4\n"
+
+
+def _commit_states(repo: Path) -> list[str]:
+    """Commits that differ the awkward ways: a file made a folder and back, a link, the
+    exec bit, a nested folder emptied, names with spaces, a newline and non-UTF-8 bytes."""
+    commits = [git(repo, "rev-parse", "HEAD").strip()]
+
+    def commit(message: str) -> None:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        commits.append(git(repo, "rev-parse", "HEAD").strip())
+
+    (repo / "a.txt").unlink()
+    (repo / "a.txt").mkdir()
+    (repo / "a.txt" / "inner").write_text("was a file\n")
+    (repo / "deep" / "x" / "y").mkdir(parents=True)
+    (repo / "deep" / "x" / "y" / "z.txt").write_text("z\n")
+    (repo / "with space.txt").write_text("s\n")
+    commit("file to folder")
+    (repo / "b" / "c.txt").chmod(0o755)
+    (repo / "link").symlink_to("b/c.txt")
+    (repo / "new\nline").write_text("n\n")
+    (repo / os.fsdecode(b"caf\xe9")).write_text("latin-1 name\n")
+    commit("exec bit, link, odd names")
+    for path in sorted((repo / "a.txt").iterdir()):
+        path.unlink()
+    (repo / "a.txt").rmdir()
+    (repo / "a.txt").write_text("a file again\n")
+    (repo / "deep" / "x" / "y" / "z.txt").unlink()
+    (repo / "link").unlink()
+    (repo / "link").write_text("a link made a file\n")
+    commit("folder to file, folder emptied")
+    return commits
+
+
+def _git_differences(repo: Path, old: str, new: str) -> dict[str, tuple[str, str] | None]:
+    raw = subprocess.run(
+        ["git", "diff-tree", "-r", "-z", "--raw", "--no-renames", old, new],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    out: dict[str, tuple[str, str] | None] = {}
+    for i in range(0, len(raw) - 1, 2):
+        meta = raw[i].decode().lstrip(":").split()
+        out[os.fsdecode(raw[i + 1])] = None if meta[4] == "D" else (meta[1], meta[3])
+    return out
+
+
+def test_the_differences_read_from_tree_objects_are_gits(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"a.txt": "1\n", "b/c.txt": "2\n"})
+    commits = _commit_states(repo)
+    reader = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    with materialise.Blobs(reader) as objects:
+        for old, new in itertools.permutations(commits, 2):
+            found = materialise.tree_differences(objects, old, new)
+            seen = {p: None if e is None else (e.mode, e.oid) for p, e in found.items()}
+            assert seen == _git_differences(repo, old, new), (old, new)
+
+
+def test_the_folder_shows_each_commit_exactly_however_it_moves(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"a.txt": "1\n", "b/c.txt": "2\n"})
+    commits = _commit_states(repo)
+    exclude = tmp_path / "exclude"
+    exclude.write_text("")
+    tree = MeasureTree(repo, tmp_path / "state" / "measure", [], exclude, sealed=lambda: True)
+    for commit in [*commits, *reversed(commits), commits[0], commits[-1], commits[1]]:
+        tree.show(commit)
+        expected = os.fsdecode(
+            subprocess.run(
+                ["git", "ls-tree", "-r", "-z", commit], cwd=repo, capture_output=True, check=True
+            ).stdout
+        )
+        shown = {}
+        for path in sorted(tree.path.rglob("*")):
+            rel = str(path.relative_to(tree.path))
+            if path.is_symlink():
+                shown[rel] = "link:" + os.readlink(path)
+            elif path.is_file():
+                shown[rel] = ("x:" if os.access(path, os.X_OK) else "") + path.read_text()
+        wanted = {}
+        for entry in expected.split("\0"):
+            if entry:
+                meta, _, rel = entry.partition("\t")
+                mode, _, oid = meta.split()
+                text = git(repo, "cat-file", "-p", oid)
+                wanted[rel] = {"120000": "link:", "100755": "x:"}.get(mode, "") + text
+        assert shown == wanted, commit
+        tree.settle()
+    assert tree.passes["paths"] > 0
+
+
+def _git_entries(repo: Path, commit: str, paths: list[str]) -> dict[str, tuple[str, str]]:
+    raw = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+        env={**os.environ, "GIT_LITERAL_PATHSPECS": "1"},
+    ).stdout
+    out = {}
+    for item in raw.split(b"\0"):
+        meta, _, name = item.partition(b"\t")
+        if meta:
+            mode, _, oid = meta.decode().split()
+            out[os.fsdecode(name)] = (mode, oid)
+    return out
+
+
+def test_the_entries_read_from_tree_objects_are_what_git_lists(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", {"a.txt": "1\n", "b/c.txt": "2\n"})
+    commits = _commit_states(repo)
+    asked = [
+        ["a.txt"],
+        ["b"],
+        ["deep"],
+        ["deep/x", "b/c.txt", "missing", "a.txt/inner", "with space.txt"],
+        ["link", "new\nline", os.fsdecode(b"caf\xe9"), "b/c.txt/below-a-file", "deep/x/y/z.txt"],
+    ]
+    reader = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    with materialise.Blobs(reader) as objects:
+        for commit in commits:
+            for paths in asked:
+                found = materialise.entries(objects, commit, paths)
+                seen = {p: (e.mode, e.oid) for p, e in found.items()}
+                assert seen == _git_entries(repo, commit, paths), (commit, paths)

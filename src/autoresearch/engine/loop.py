@@ -554,7 +554,7 @@ class Engine:
                 self.state.update(holdout=final)
         if self.evaluator is not None:
             self.evaluator.discard()
-        self.workspace.close_watch()
+        self.workspace.close()
         if reason is not StopReason.TAMPERED:  # a hijacked folder is not written to
             self.workspace.settle_private_git()
         self.state.update(

@@ -506,6 +506,7 @@ class Slots(Runner):
                 slot.place.proposer.close()
             if slot.owns_executor:
                 slot.executor.close()
+            slot.place.workspace.close()
         self.state.update(slots=None)
 
 

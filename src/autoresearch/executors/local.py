@@ -98,7 +98,7 @@ class LocalExecutor(Executor):
             waited = gpu.wait_released(self.last_session, self.release_seconds)
             if waited is not None:
                 hygiene["gpu_wait_s"] = round(waited, 2)
-        wrap = child_setup = None
+        wrap = launch = None
         if not isinstance(self.sandbox, NoSandbox) and self.setup is not None:
             boundary = measurement_boundary(
                 self.setup,
@@ -111,7 +111,7 @@ class LocalExecutor(Executor):
             )
             sandbox = self.sandbox
             env = sandbox.environment(boundary)
-            child_setup = sandbox.child_setup()
+            launch = sandbox.launcher()
 
             def wrap(argv: list[str], status_fd: int) -> list[str]:
                 return sandbox.command(argv, boundary, status_fd)
@@ -127,7 +127,7 @@ class LocalExecutor(Executor):
                 limits=spec.limits,
                 child=self.child,
                 wrap=wrap,
-                child_setup=child_setup,
+                launch=launch,
             )
         self.last_session = result.pid
         seen = watch.record()

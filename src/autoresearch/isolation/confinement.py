@@ -26,7 +26,7 @@ from pathlib import Path
 from autoresearch.errors import ConfigError
 from autoresearch.isolation import relay
 from autoresearch.isolation.gpu import configured_devices
-from autoresearch.isolation.process import Wrapper
+from autoresearch.isolation.process import Launch, Wrapper
 from autoresearch.isolation.proxy import ANY_HOST, ProposerNetwork, Proxy, Tally
 from autoresearch.isolation.sandbox import (
     NoSandbox,
@@ -112,6 +112,8 @@ class Confined:
     description_file: Path
     child_setup: Callable[[], None] | None = None  # the sandbox's step before exec
     proxy: Proxy | None = None  # network = "allow": the engine's proxy, listening
+    # The same restrictions without Python before exec (`run_command`'s `launch`).
+    launch: Launch | None = None
 
     def close(self) -> Tally:
         """After the command: the proxy stopped, and what it allowed and refused."""
@@ -200,7 +202,12 @@ class Confinement:
             return sandbox.command([*around, *argv], boundary, status_fd)
 
         return Confined(
-            sandbox.environment(boundary), wrap, description, sandbox.child_setup(), proxy
+            sandbox.environment(boundary),
+            wrap,
+            description,
+            sandbox.child_setup(),
+            proxy,
+            sandbox.launcher(),
         )
 
 

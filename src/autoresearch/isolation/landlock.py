@@ -5,8 +5,10 @@ cover, and lives in the network namespace, which a proposer shares with the host
 call their APIs). Since Linux 6.12 a Landlock domain can be scoped so that its processes
 connect only to abstract sockets made inside the same domain: the command's own processes
 still talk to each other, the host's daemons are out of reach (`EPERM`). The scope is
-applied in the child between fork and exec (`scope_child`), so bubblewrap and everything it
-starts are inside it; it restricts nothing else (no file or network rule is handled).
+applied (`scope_child`) in the child between fork and exec, so bubblewrap and everything it
+starts are inside it, or on the thread that starts the sandboxed commands (`launcher.py`),
+whose processes take the domain from it; it restricts nothing else (no file or network
+rule is handled).
 """
 
 from __future__ import annotations

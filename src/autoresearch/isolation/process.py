@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from autoresearch.isolation.owned import open_own, write_text
+from autoresearch.isolation.owned import open_own, remove, write_text
 
 LOG_CAP_BYTES = 4 * 1024 * 1024  # per stream: half head, half tail
 KILL_GRACE_SECONDS = 2.0
@@ -248,6 +248,12 @@ class ChildRecord:
 
         return write
 
+    def ready(self) -> None:
+        """Before the command's own process writes the record (`PRELUDE`): whatever was
+        planted at its path is removed, never written through."""
+        if os.path.lexists(self.path):
+            remove(self.path)
+
     def clear(self) -> None:
         with self.lock:
             self.running = None
@@ -326,6 +332,36 @@ SANDBOX_EXITED = b'"exit-code"'
 
 # Turns a command line into one that runs inside a sandbox, which reports on `status_fd`.
 Wrapper = Callable[[list[str], int], list[str]]
+# Starts a process (a `Popen`, handed over as a function) from a thread that carries the
+# sandbox's restrictions (`launcher.Launcher`).
+Launch = Callable[[Callable[[], "subprocess.Popen[bytes]"]], "subprocess.Popen[bytes]"]
+
+# What a command's own process does before it becomes the command, where no Python may run
+# (for a `preexec_fn` CPython forks the whole engine instead of using vfork): a POSIX shell
+# writes the command's record (as `ChildRecord.in_child` does: the group's leader and its
+# start time) and sets the rlimits, then execs the command line that follows. The record
+# is written in place, not renamed into it: its folder is the campaign's, which no
+# command reaches, and the one process that writes it lives on until it is written.
+PRELUDE = """\
+r=$1 as=$2 cpu=$3; shift 3
+if [ -n "$r" ]; then
+  read -r s < /proc/$$/stat || exit 1
+  s=${s##*) }
+  record() { shift 19; printf '%s %s\\n' $$ "$1" > "$r"; }
+  record $s || exit 1
+fi
+if [ "$as" != 0 ]; then ulimit -v "$as" || exit 1; fi
+if [ "$cpu" != 0 ]; then { ulimit -t $((cpu + 5)) && ulimit -S -t "$cpu"; } || exit 1; fi
+exec "$@"
+"""
+
+
+def with_prelude(argv: list[str], record: Path | None, limits: Limits) -> list[str]:
+    """`argv` started through `PRELUDE` when there is a record to write or a limit to set."""
+    if record is None and not limits.memory_mb and not limits.cpu_seconds:
+        return argv
+    values = [str(record or ""), str(limits.memory_mb * 1024), str(limits.cpu_seconds)]
+    return ["/bin/sh", "-c", PRELUDE, "autoresearch", *values, *argv]
 
 
 def run_command(
@@ -341,28 +377,33 @@ def run_command(
     child: ChildRecord | None = None,
     wrap: Wrapper | None = None,
     child_setup: Callable[[], None] | None = None,
+    launch: Launch | None = None,
 ) -> CommandResult:
     """Run `command` with bash in its own process group; never leave processes behind.
 
     `child`, when given, holds the group's id while the command runs. `wrap` turns the
     command line into one that runs inside a sandbox (which then also keeps the network
-    out when `limits.network` is false); `child_setup` is the sandbox's own step in the
-    child before exec. A sandbox that failed to set itself up is started afresh (`wrap` is
+    out when `limits.network` is false); `launch` starts it from a thread that carries
+    the sandbox's restrictions, and nothing but a shell (`PRELUDE`) runs before it, so
+    the engine is not forked whole. `child_setup`, when given instead, is the sandbox's
+    own step in the child before exec (the record, the limits and the step then run as
+    Python there). A sandbox that failed to set itself up is started afresh (`wrap` is
     asked again) up to SETUP_TRIES times; its last words are in the logs.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     limits = limits or Limits()
     start = time.monotonic()
-    args = (cwd, env, timeout, stdout_path, stderr_path, log_cap, limits, child, child_setup)
+    args = (cwd, env, timeout, stdout_path, stderr_path, log_cap, limits, child)
+    steps = (child_setup, launch)
     if wrap is None:
-        proc, timed_out = _run_once(limits.argv(command), *args, None)
+        proc, timed_out = _run_once(limits.argv(command), *args, *steps, None)
     else:
         for _ in range(SETUP_TRIES):
             read_end, write_end = os.pipe()
             try:
                 try:
                     proc, timed_out = _run_once(
-                        wrap(["bash", "-c", command], write_end), *args, write_end
+                        wrap(["bash", "-c", command], write_end), *args, *steps, write_end
                     )
                 finally:
                     os.close(write_end)
@@ -427,30 +468,44 @@ def _run_once(
     limits: Limits,
     child: ChildRecord | None,
     child_setup: Callable[[], None] | None,
+    launch: Launch | None,
     status_fd: int | None,
 ) -> tuple[subprocess.Popen[bytes], bool]:
     """Start `argv` in a new session, wait for it up to `timeout`, and kill what is left of
     its group; (the process, whether it timed out)."""
-    # A sandboxed command writes its record itself, before exec (see `in_child`). Any
-    # Python run between fork and exec costs a full fork of the engine instead of a
-    # vfork, so an unsandboxed command's record is written by the engine just after.
-    writer = child.in_child() if child is not None and status_fd is not None else None
-    proc = subprocess.Popen(
-        argv,
-        preexec_fn=_both(_both(writer, limits.preexec()), child_setup),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=() if status_fd is None else (status_fd,),
-    )
-    if child is not None:
-        if writer is not None:
-            child.hold(proc.pid)
-        else:
-            child.write(proc.pid)
+    # A sandboxed command writes its record itself, before the sandbox starts (an engine
+    # killed the moment after the fork cannot write it, and bubblewrap binds itself to the
+    # engine only later). An unsandboxed command's record is written by the engine just
+    # after the start: it has no sandbox to outlive the engine in.
+    own = child if status_fd is not None else None
+    preexec = None
+    if child_setup is None:
+        if own is not None:
+            own.ready()
+        argv = with_prelude(argv, None if own is None else own.path, limits)
+    else:
+        writer = None if own is None else own.in_child()
+        preexec = _both(_both(writer, limits.preexec()), child_setup)
+    environment = dict(env)
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv,
+            preexec_fn=preexec,
+            cwd=cwd,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=() if status_fd is None else (status_fd,),
+        )
+
+    proc = start() if launch is None else launch(start)
+    if own is not None:
+        own.hold(proc.pid)
+    elif child is not None:
+        child.write(proc.pid)
     pumps = [
         _Pump(proc.stdout, stdout_path, log_cap),  # type: ignore[arg-type]
         _Pump(proc.stderr, stderr_path, log_cap),  # type: ignore[arg-type]

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Protocol
 
 from autoresearch.errors import ConfigError
-from autoresearch.isolation import landlock, seccomp
-from autoresearch.isolation.process import SETUP_TRIES
+from autoresearch.isolation import landlock, launcher, seccomp
+from autoresearch.isolation.process import SETUP_TRIES, Launch
 
 # Credentials a measurement never needs to read (`[sandbox] deny_read` replaces the list).
 DEFAULT_DENY_READ = (
@@ -345,6 +345,11 @@ class Sandbox(Protocol):
         """What the child runs between fork and exec (None: nothing)."""
         ...
 
+    def launcher(self) -> Launch | None:
+        """What starts the command line with the sandbox's restrictions on, in place of
+        `child_setup` and without Python between fork and exec (None: nothing to put on)."""
+        ...
+
 
 class NoSandbox:
     """Runs commands as they are: nothing below is enforced (see `unprotected`)."""
@@ -362,12 +367,16 @@ class NoSandbox:
     def child_setup(self) -> Callable[[], None] | None:
         return None
 
+    def launcher(self) -> Launch | None:
+        return None
+
 
 class Bwrap:
     name = "bwrap"
 
     def __init__(self, executable: str = "bwrap") -> None:
         self.executable = executable
+        self._launch: tuple[Launch | None] | None = None  # found once: see `launcher`
 
     def command(
         self, argv: list[str], boundary: Boundary, status_fd: int | None = None
@@ -443,6 +452,20 @@ class Bwrap:
                 scope()
 
         return setup
+
+    def launcher(self) -> Launch | None:
+        """The keyring filter and the Landlock scope of `child_setup`, put on a thread of
+        the engine's that starts the commands (`launcher.py`). bubblewrap binds itself to
+        the engine's life some milliseconds into its start, and nothing else does before:
+        an engine killed before that leaves the sandbox to the record the command's
+        process writes before bubblewrap starts (`process.PRELUDE`). Found at the first
+        command: the probes behind it are asked once, not per command."""
+        if self._launch is None:
+            scope = landlock.scoping_problem(tuple(_probe(self.executable))) is None
+            keyrings = seccomp.problem() is None
+            found = launcher.shared(keyrings, scope) if scope or keyrings else None
+            self._launch = (found,)
+        return self._launch[0]
 
 
 def _probe(executable: str) -> list[str]:

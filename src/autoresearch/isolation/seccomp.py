@@ -7,9 +7,10 @@ next proposer. Container runtimes close this the same way: `add_key`, `request_k
 `keyctl` fail with `EPERM`, for the native ABI and the 32-bit one the kernel also runs
 (an x86-64 process can make i386 system calls, and x32 ones with their own numbers).
 
-The filter is a classic BPF program built once, here, and installed in the child between
-fork and exec (`install`), so bubblewrap and everything it starts run under it. Seccomp
-filters are inherited and cannot be removed.
+The filter is a classic BPF program built once, here, and installed (`install`) on the
+thread that starts the sandboxed commands (`launcher.py`), or in a child between fork and
+exec, so bubblewrap and everything it starts run under it. Seccomp filters are inherited
+and cannot be removed.
 """
 
 from __future__ import annotations

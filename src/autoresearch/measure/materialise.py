@@ -1,8 +1,8 @@
 """Putting a commit's files into a folder path by path: only what differs is written.
 
 The measurement folder is moved from one commit to the next, and put back after a run, by
-the paths that differ: those the two trees differ in (`git diff-tree`, which compares tree
-objects and never reads the folder) and those a run touched (`watch.FolderWatch`). Each is
+the paths that differ: those the two trees differ in (`tree_differences`, which compares
+tree objects and never reads the folder) and those a run touched (`watch.FolderWatch`). Each is
 removed whatever it became (a file, a folder, a link: never followed) and written again as
 the commit holds it, so the work is in proportion to the change, not to the repository.
 """
@@ -22,8 +22,6 @@ from typing import BinaryIO
 from autoresearch.errors import GitError
 from autoresearch.isolation.owned import real_dir, real_parents, remove
 from autoresearch.isolation.watch import FolderWatch
-
-Run = Callable[..., bytes]  # runs git with the folder's git directory: args -> stdout
 
 
 @dataclass(frozen=True)
@@ -52,49 +50,109 @@ def reset_folder(path: Path) -> None:
     os.utime(path, follow_symlinks=False)
 
 
-def differences(run: Run, old: str, new: str) -> dict[str, Entry | None]:
-    """Each path whose entry differs between two commits: its entry in `new`, or None."""
+def tree_differences(objects: Blobs, old: str, new: str) -> dict[str, Entry | None]:
+    """Each path whose entry differs between two commits: its entry in `new`, or None (as
+    `git diff-tree -r --no-renames` names them), read from the tree objects through the
+    running `cat-file --batch` instead of a process per move: only the folders whose
+    trees differ are opened."""
     if old == new:
         return {}
-    raw = run("diff-tree", "-r", "-z", "--raw", "--no-renames", old, new)
-    items = raw.split(b"\0")
+    old_tree = objects.whole(f"{old}^{{tree}}", "tree")
+    new_tree = objects.whole(f"{new}^{{tree}}", "tree")
     out: dict[str, Entry | None] = {}
-    for i in range(0, len(items) - 1, 2):
-        meta = items[i].decode().lstrip(":").split()
-        if len(meta) < 5:
-            continue
-        path = os.fsdecode(items[i + 1])
-        out[path] = None if meta[4].startswith("D") else Entry(meta[1], meta[3])
+
+    def walk(prefix: bytes, before: bytes | None, after: bytes | None) -> None:
+        width = objects.width
+        was = _tree_entries(before, width) if before is not None else {}
+        now = _tree_entries(after, width) if after is not None else {}
+        for name in sorted(was.keys() | now.keys()):
+            old_entry, new_entry = was.get(name), now.get(name)
+            if old_entry == new_entry:
+                continue
+            path = prefix + name
+            old_dir = old_entry is not None and old_entry.mode == TREE_MODE
+            new_dir = new_entry is not None and new_entry.mode == TREE_MODE
+            if old_dir or new_dir:
+                walk(
+                    path + b"/",
+                    objects.whole(old_entry.oid, "tree") if old_dir and old_entry else None,
+                    objects.whole(new_entry.oid, "tree") if new_dir and new_entry else None,
+                )
+            if new_entry is not None and not new_dir:
+                out[os.fsdecode(path)] = new_entry
+            elif old_entry is not None and not old_dir:
+                out[os.fsdecode(path)] = None
+
+    walk(b"", old_tree, new_tree)
     return out
 
 
-def entries(run: Run, commit: str, paths: Iterable[str]) -> dict[str, Entry]:
-    """What `commit` holds at each of `paths`, a folder's files included."""
+TREE_MODE = "40000"
+
+
+def _tree_entries(data: bytes, width: int) -> dict[bytes, Entry]:
+    """A tree object's entries by name: `<mode> <name>\\0<oid, binary>` one after another."""
+    out: dict[bytes, Entry] = {}
+    i = 0
+    while i < len(data):
+        space = data.index(b" ", i)
+        nul = data.index(b"\0", space)
+        oid = data[nul + 1 : nul + 1 + width]
+        if len(oid) != width:
+            raise ValueError("a tree object ends in the middle of an entry")
+        out[data[space + 1 : nul]] = Entry(data[i:space].decode("ascii"), oid.hex())
+        i = nul + 1 + width
+    return out
+
+
+def entries(objects: Blobs, commit: str, paths: Iterable[str]) -> dict[str, Entry]:
+    """What `commit` holds at each of `paths`, a folder's files included (as `git ls-tree
+    -r` lists them), read from the tree objects through the running `cat-file --batch`:
+    only the folders on the way to each path are opened."""
     wanted = sorted({p for p in paths if p})
     if not wanted:
         return {}
-    # Past a few hundred paths the whole listing is cheaper than a command line that long.
-    listed = wanted if len(wanted) <= 256 else []
-    raw = run("ls-tree", "-r", "-z", "--full-tree", commit, "--", *listed)
-    exact = set(wanted)
+    folders: dict[bytes, dict[bytes, Entry] | None] = {}
     out: dict[str, Entry] = {}
-    for item in raw.split(b"\0"):
-        meta, _, name = item.partition(b"\t")
-        parts = meta.decode().split()
-        path = os.fsdecode(name)
-        if len(parts) == 3 and (listed or _within(path, exact)):
-            out[path] = Entry(parts[0], parts[2])
+
+    def listing(folder: bytes) -> dict[bytes, Entry] | None:
+        """The entries of the folder at `folder` in the commit (b"": its root), or None."""
+        if folder not in folders:
+            if not folder:
+                # The width of an object id is known once an object was read: after it.
+                found: dict[bytes, Entry] | None = _tree_entries(
+                    objects.whole(f"{commit}^{{tree}}", "tree"), objects.width
+                )
+            else:
+                parent, _, name = folder.rpartition(b"/")
+                above = listing(parent)
+                entry = above.get(name) if above is not None else None
+                found = None
+                if entry is not None and entry.mode == TREE_MODE:
+                    found = _tree_entries(objects.whole(entry.oid, "tree"), objects.width)
+            folders[folder] = found
+        return folders[folder]
+
+    def below(prefix: bytes, oid: str) -> None:
+        for name, entry in _tree_entries(objects.whole(oid, "tree"), objects.width).items():
+            path = prefix + b"/" + name
+            if entry.mode == TREE_MODE:
+                below(path, entry.oid)
+            else:
+                out[os.fsdecode(path)] = entry
+
+    for rel in wanted:
+        raw = os.fsencode(rel)
+        parent, _, name = raw.rpartition(b"/")
+        above = listing(parent)
+        entry = above.get(name) if above is not None else None
+        if entry is None:
+            continue
+        if entry.mode == TREE_MODE:
+            below(raw, entry.oid)
+        else:
+            out[rel] = entry
     return out
-
-
-def _within(path: str, paths: set[str]) -> bool:
-    """Whether `path` is one of `paths` or lies in a folder among them."""
-    while True:
-        if path in paths:
-            return True
-        path, sep, _ = path.rpartition("/")
-        if not sep:
-            return False
 
 
 CHUNK = 1 << 20  # a blob is copied a MiB at a time
@@ -108,6 +166,7 @@ class Blobs:
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
+        self.width = 20  # bytes of an object id in a tree: SHA-1's, or SHA-256's (32)
 
     def __enter__(self) -> Blobs:
         return self
@@ -115,19 +174,36 @@ class Blobs:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _ask(self, oid: str) -> int:
-        """Ask for `oid`; its size, with its content next on the pipe."""
+    def _header(self, name: str) -> tuple[str, int]:
+        """Ask for the object `name`; its type and size, with its content next."""
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
         try:
-            stdin.write(f"{oid}\n".encode())
+            stdin.write(f"{name}\n".encode())
             stdin.flush()
         except OSError as exc:
-            raise GitError(f"git cat-file stopped before {oid} was read ({exc})") from None
+            raise GitError(f"git cat-file stopped before {name} was read ({exc})") from None
         header = stdout.readline(256).decode(errors="replace").split()
-        if len(header) != 3 or header[1] != "blob" or not header[2].isdigit():
+        if len(header) != 3 or not header[2].isdigit():
+            raise GitError(f"git cat-file has no object {name}")
+        self.width = len(header[0]) // 2
+        return header[1], int(header[2])
+
+    def _ask(self, oid: str) -> int:
+        """Ask for `oid`; its size, with its content next on the pipe."""
+        kind, size = self._header(oid)
+        if kind != "blob":
             raise GitError(f"the object {oid} is not a blob the measurement folder can hold")
-        return int(header[2])
+        return size
+
+    def whole(self, name: str, kind: str) -> bytes:
+        """The content of the object `name` (a tree, say), which must be of `kind`."""
+        found, size = self._header(name)
+        if found != kind:
+            raise GitError(f"the object {name} is a {found}, not a {kind}")
+        out = io.BytesIO()
+        self._pour(size, out)
+        return out.getvalue()
 
     def copy(self, oid: str, handle: BinaryIO) -> None:
         """Write the blob's content to `handle`."""

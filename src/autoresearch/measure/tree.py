@@ -83,6 +83,7 @@ class MeasureTree:
         self._git: Git | None = None
         self._common: str | None = None
         self._watch: FolderWatch | None = None
+        self._cat: materialise.Blobs | None = None
         self._unindexed: set[str] = set()  # written path by path since git last compared
         # How the folder was moved so far: path by path, or by git's pass over all of it.
         self.passes = {"paths": 0, "whole": 0}
@@ -97,6 +98,7 @@ class MeasureTree:
 
     def _make_gitdir(self) -> None:
         """A git directory holding only a pointer to the repository's objects."""
+        self._close_objects()
         objects = Git(self.root).run("rev-parse", "--git-path", "objects").strip()
         source = (self.root / objects).resolve()
         gitdir = self._git_folder.make()
@@ -173,8 +175,8 @@ class MeasureTree:
         if touched is None:
             return False
         try:
-            run = self._run_bytes
-            moved = materialise.differences(run, self.current, commit)
+            content = self._objects()
+            moved = materialise.tree_differences(content, self.current, commit)
             write = {p: e for p, e in moved.items() if e}
             drop = set(moved)
             for rel in touched:
@@ -187,21 +189,34 @@ class MeasureTree:
                 if not rel:
                     return False  # the root itself cannot be put back path by path
                 drop.add(rel)
-            looked_up = materialise.entries(run, commit, drop - set(write))
+            looked_up = materialise.entries(content, commit, drop - set(write))
             write.update(looked_up)
             self._note_unindexed(sorted(write))
 
             def held(folders: list[str]) -> set[str]:
-                found = materialise.entries(run, commit, folders)
+                found = materialise.entries(content, commit, folders)
                 return {f for f in folders if any(under(p, [f]) for p in found)}
 
-            with materialise.Blobs(self._popen("cat-file", "--batch")) as content:
-                materialise.apply(self.path, drop, write, content, watch, held)
+            materialise.apply(self.path, drop, write, content, watch, held)
         except (GitError, OSError, ValueError, MemoryError):
-            # git's whole pass does it instead (git streams large files itself)
+            # git's whole pass does it instead (git streams large files itself); the reader
+            # may be left in the middle of an object
+            self._close_objects()
             return False
         self.passes["paths"] += 1
         return True
+
+    def _objects(self) -> materialise.Blobs:
+        """The folder's one `git cat-file --batch`, kept running from move to move (a
+        process start per move saved); objects written since it started are found too."""
+        if self._cat is None:
+            self._cat = materialise.Blobs(self._popen("cat-file", "--batch"))
+        return self._cat
+
+    def _close_objects(self) -> None:
+        if self._cat is not None:
+            self._cat.close()
+            self._cat = None
 
     def _note_unindexed(self, paths: list[str]) -> None:
         """Listed before they are written: an engine that stops midway leaves the list."""
@@ -277,6 +292,7 @@ class MeasureTree:
         if self.current is not None and self._dirty:
             self.show(self.current)
         self._close_watch()  # marks are a kernel resource: none held while nothing runs
+        self._close_objects()  # a process too
 
     def _reset_folders(self) -> None:
         """Git never looks at a folder's own mode, attributes or times, nor inside a
@@ -384,6 +400,7 @@ class MeasureTree:
 
     def _rebuild(self, commit: str) -> None:
         self._close_watch()
+        self._close_objects()
         self._folder.make()
         (self.gitdir / "index").unlink(missing_ok=True)
         (self.gitdir / "unindexed").unlink(missing_ok=True)

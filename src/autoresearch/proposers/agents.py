@@ -394,7 +394,7 @@ class AgentProposer(Proposer):
                 stderr_path=stem.with_suffix(".err"),
                 child=self.child,
                 wrap=confined.wrap,
-                child_setup=confined.child_setup,
+                launch=confined.launch,
             )
         stdout, stderr = result.stdout_text(), _text(result.stderr_path)
         usage = self.preset.parse(stdout)

@@ -174,7 +174,7 @@ class CommandProposer(Proposer):
                 stderr_path=ctx.log_dir / f"{stem}.err",
                 child=self.child,
                 wrap=confined.wrap,
-                child_setup=confined.child_setup,
+                launch=confined.launch,
             )
         description = ""
         if regular_file(description_file):  # never a link, read to a bound

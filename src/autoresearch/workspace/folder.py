@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autoresearch.errors import GitError, WorkspaceHijacked
-from autoresearch.gitcmd import IDENTITY, Git, isolated_env
+from autoresearch.gitcmd import IDENTITY, Git, RefUpdates, isolated_env
 from autoresearch.isolation.owned import (
     OwnedDir,
     real_dir,
@@ -46,6 +46,7 @@ from autoresearch.workspace.candidate import (
     split_nul,
     under,
 )
+from autoresearch.workspace.loose import write_commit
 from autoresearch.workspace.private_git import digest, link_shares, make_private_git, read_small
 from autoresearch.workspace.refused import refused_diff
 from autoresearch.workspace.settings import ENGINE_FOLDERS, GIT_CONFIG, NO_PRELOAD, TOOL_CACHES
@@ -71,6 +72,7 @@ class Workspace:
         self.exclude_file = state_dir / "exclude"
         # Only ref updates and reads run in the user's repository, with no hook of theirs.
         self.repo = Git(root, config=["core.hooksPath=/dev/null"])
+        self.refs = RefUpdates(self.repo)  # the attempts' refs and the branch, one process
         self.folder = OwnedDir(self.path, "the workspace")
         self.own_gitdir = OwnedDir(self.gitdir, "the workspace's git directory")
         self._git: Git | None = None
@@ -656,6 +658,12 @@ class Workspace:
             self._watch.close()
             self._watch = None
 
+    def close(self) -> None:
+        """Nothing runs here for now: the marks go, and the ref process (the next update
+        starts it again)."""
+        self.close_watch()
+        self.refs.close()
+
     def drop_candidate(self, candidate: Candidate, incumbent: str) -> None:
         """Put index and files back to the incumbent for the paths the candidate changed."""
         if candidate.changes:
@@ -676,10 +684,20 @@ class Workspace:
         # The message comes from the proposer: passed on stdin, since an argument cannot
         # hold a NUL byte, and a path that is not UTF-8 goes back to its own bytes.
         text = message_bytes(message.replace("\0", " "))
-        commit = self.git.run(
-            "commit-tree", candidate.tree, "-p", parent, "-F", "-", input=text, extra_env=IDENTITY
-        ).strip()
-        self.repo.run("update-ref", self.attempt_ref(iteration), commit)
+        # Written by the engine, as git would write it: one process fewer per attempt.
+        commit = write_commit(self.objects(), candidate.tree, parent, text, self.git.env)
+        if commit is None:
+            commit = self.git.run(
+                "commit-tree",
+                candidate.tree,
+                "-p",
+                parent,
+                "-F",
+                "-",
+                input=text,
+                extra_env=IDENTITY,
+            ).strip()
+        self.refs.update(self.attempt_ref(iteration), commit)
         return commit
 
     def forget(self, iteration: int) -> None:
@@ -766,7 +784,7 @@ class Workspace:
 
     def advance(self, commit: str, expected: str) -> None:
         """Move the branch from `expected` to the kept `commit` (refuses if it moved)."""
-        self.repo.run("update-ref", "--no-deref", self.branch_ref, commit, expected)
+        self.refs.update(self.branch_ref, commit, expected, deref=False)
         self._point_head(commit)
 
     def move_head(self, commit: str) -> None:
@@ -788,7 +806,7 @@ class Workspace:
         os.replace(new, self.gitdir / "HEAD")
 
     def record_ref(self, iteration: int, commit: str) -> None:
-        self.repo.run("update-ref", self.attempt_ref(iteration), commit)
+        self.refs.update(self.attempt_ref(iteration), commit)
 
     def escapes(self, rel: str) -> bool:
         """True when `rel` is a symlink whose target lies outside the workspace."""
