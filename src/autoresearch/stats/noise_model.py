@@ -197,7 +197,6 @@ def learned_boundaries(
         max_samples=rule.max_samples,
         confidence=rule.confidence,
         estimator=rule.estimator,
-        pairs=rule.pairs,
     )
     values = tuple(scaled)
     block = block_length(values)
