@@ -304,6 +304,7 @@ class AttemptRecord:
     # What the engine asked for: the hypothesis from the queue, the strategy when stuck.
     hypothesis: str | None = None
     strategy: str | None = None
+    judge: int | None = None  # the version of the rule that decided it (none: version 1)
     # Keys this version does not know (a newer writer's), kept so nothing read is lost.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -376,6 +377,7 @@ class AttemptRecord:
             prev_hash=take("prev_hash"),
             hypothesis=take("hypothesis"),
             strategy=take("strategy"),
+            judge=_opt_int(take("judge")),
         )
         return replace(record, extra=known) if known else record
 
@@ -421,6 +423,7 @@ class AttemptRecord:
             ("measured_against", self.measured_against),
             ("slot", self.slot),
             ("combined", None if self.combined is None else list(self.combined)),
+            ("judge", self.judge),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

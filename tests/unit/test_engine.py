@@ -17,6 +17,7 @@ from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.events import Attempted, Event, PhaseChanged, Started, Stopped
 from autoresearch.executors.base import CommandSpec
 from autoresearch.proposers.base import Proposal
+from autoresearch.stats.decide import JUDGE_VERSION
 from autoresearch.store.ledger import Ledger, stored_object
 from campaigns import campaign_toml, v1_campaign
 from conftest import git, make_repo, snapshot
@@ -109,6 +110,8 @@ def test_the_toy_campaign_gives_every_status_and_the_keys_0_1_0_wrote(tmp_path: 
             keys.insert(
                 keys.index("previous_best" if "previous_best" in keys else "delta"), "reason"
             )
+        # and every record names the version of the rule that wrote it, in `judge`
+        assert new.pop("judge") == JUDGE_VERSION
         assert list(new) == keys, new["status"]
     assert records[1].reason == "first run 42.9% better than the incumbent"
     assert records[2].reason == "first run 50.0% worse than the incumbent"

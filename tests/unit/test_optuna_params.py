@@ -5,6 +5,7 @@ In-process through the click runner; the metric is a real process."""
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from pathlib import Path
 
@@ -150,3 +151,16 @@ def test_grid_needs_steps_for_reals(tmp_path: Path, invoke: Runner) -> None:
     )
     result = invoke(repo, "run")
     assert result.returncode == 2 and "grid sampler needs 'step'" in result.stderr
+
+
+def test_a_sampler_whose_library_is_missing_is_refused_before_the_baseline(
+    tmp_path: Path, invoke: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = optuna_repo(tmp_path, sampler="qmc")
+    monkeypatch.setitem(sys.modules, "scipy", None)  # as if it were not installed
+    for command in ("check", "run"):
+        result = invoke(repo, command)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert "key 'proposer.sampler': the qmc sampler needs scipy" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (repo / ".autoresearch/opt/ledger.jsonl").exists()

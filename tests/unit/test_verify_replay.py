@@ -21,7 +21,7 @@ from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.engine.lifecycle import Interrupted
 from autoresearch.executors.base import CommandSpec
-from autoresearch.stats.decide import Rule
+from autoresearch.stats.decide import JUDGE_VERSION, Rule
 from autoresearch.store.ledger import Ledger, line_hash
 from campaigns import campaign_toml, v1_campaign
 from conftest import Runner, git, make_repo
@@ -391,3 +391,54 @@ def test_the_config_a_run_named_gives_the_rule(tmp_path: Path, invoke: Runner) -
     assert result.returncode == 1
     assert f"line {index + 1} (attempt" in result.stdout
     assert "recorded guard_failed, but the rule gives discard" in result.stdout
+
+
+# -- verdicts of an earlier version of the rule ----------------------------------------------
+
+
+def flip_last_discard(data: list[Row]) -> tuple[int, Row]:
+    index = last_of(data, "discard")
+    row = data[index]
+    row["status"] = "keep"
+    row["reason"] = "z 9.00 >= 2.00 after 1 run (50.0% better)"
+    return index, row
+
+
+def test_every_record_names_the_version_of_the_rule_that_wrote_it(tmp_path: Path) -> None:
+    repo = campaign(tmp_path, "sequential", n=6)
+    assert {row.get("judge") for row in rows(repo)} == {JUDGE_VERSION}
+
+
+def test_a_verdict_of_an_earlier_rule_is_said_not_failed(tmp_path: Path) -> None:
+    repo = campaign(tmp_path, "sequential", n=25)
+    flipped: list[int] = []
+
+    def earlier(data: list[Row]) -> None:
+        for row in data:
+            row.pop("judge", None)  # as a version before the stamp wrote it
+        index, _ = flip_last_discard(data)
+        flipped.append(index)
+
+    forge(repo, earlier)
+    report = verify_campaign(repo, state(repo), "toy")
+    where = f"line {flipped[0] + 1}"
+    assert not [p for p in report.problems if p.startswith(where) and "rule gives" in p]
+    assert [n for n in report.notes if n.startswith(where) and "decided by version 1" in n]
+    assert all("rule gives" not in p for p in report.problems)
+
+
+def test_a_record_claiming_an_older_rule_than_the_one_before_it_fails(tmp_path: Path) -> None:
+    repo = campaign(tmp_path, "sequential", n=25)
+    flipped: list[int] = []
+
+    def downgrade(data: list[Row]) -> None:
+        index, row = flip_last_discard(data)
+        row["judge"] = 1  # the forged line alone claims the older rule
+        flipped.append(index)
+
+    forge(repo, downgrade)
+    report = verify_campaign(repo, state(repo), "toy")
+    where = f"line {flipped[0] + 1}"
+    assert [p for p in report.problems if p.startswith(where) and "never go back" in p]
+    assert [p for p in report.problems if p.startswith(where) and "the rule gives discard" in p]
+    assert report.notes == []

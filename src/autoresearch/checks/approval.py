@@ -21,6 +21,7 @@ from autoresearch.config import Campaign
 from autoresearch.engine.startup import lock_campaign, utc_now
 from autoresearch.errors import AutoresearchError
 from autoresearch.proposers.base import Outcome, Proposal, ProposalContext, Proposer
+from autoresearch.stats.decide import JUDGE_VERSION
 from autoresearch.store.ledger import Ledger
 
 
@@ -94,6 +95,7 @@ def reject(campaign: Campaign, iteration: int, reason: str | None) -> AttemptRec
                 description=record.description,
                 reason=why,
                 approval_of=iteration,
+                judge=JUDGE_VERSION,
                 closed=True,
                 best=best.metric if best else None,
                 utc=utc_now(),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from autoresearch.attempt import AttemptRecord, Status
 from autoresearch.checks.simplicity import Lines, pays, within_noise
 from autoresearch.stats.decide import (
+    JUDGE_VERSION,
     Comparison,
     Look,
     Rule,
@@ -50,6 +51,9 @@ class Finding:
     index: int  # the record's position in the list replayed
     iteration: int
     message: str
+    # Decided by an earlier version of the rule (`JUDGE_VERSION`), whose verdict today's
+    # may not give: said, not held against the ledger.
+    earlier_judge: int | None = None
 
 
 @dataclass
@@ -95,11 +99,28 @@ def replay(records: Sequence[AttemptRecord], rule: Rule, direction: str) -> list
     findings: list[Finding] = []
     book = SampleBook(rule, direction)
     best = _Best()
+    newest = 1  # the newest version of the rule a record so far names
     for index, record in enumerate(records):
+        version = record.judge or 1
+        # A ledger is written by one version after another, never back: a record that
+        # claims an older rule than one before it is held to today's, and said.
+        went_back = version < newest
+        newest = max(newest, version)
+        earlier = version if version < JUDGE_VERSION and not went_back else None
 
-        def report(message: str, record: AttemptRecord = record, index: int = index) -> None:
-            findings.append(Finding(index, record.iteration, message))
+        def report(
+            message: str,
+            record: AttemptRecord = record,
+            index: int = index,
+            earlier: int | None = earlier,
+        ) -> None:
+            findings.append(Finding(index, record.iteration, message, earlier))
 
+        if went_back:
+            report(
+                f"it names version {version} of the rule, older than a record before it "
+                f"({newest}): versions never go back within one ledger"
+            )
         if record.status is Status.BASELINE:
             for message in _baseline(record, rule, index):
                 report(message)
@@ -122,7 +143,7 @@ def replay(records: Sequence[AttemptRecord], rule: Rule, direction: str) -> list
             for message in _metric(record):
                 report(message)
         for message in _backwards(record, best, direction):
-            report(message)
+            report(message, earlier=None)  # no version of the rule moves the best back
         book.take(record)
         if record.status.sets_best:
             best = _Best(record.commit, record.best_after)

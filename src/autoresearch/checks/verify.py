@@ -24,6 +24,8 @@ class Report:
     problems: list[str] = field(default_factory=list)
     # The rule the verdicts were re-derived with; None when no config names it.
     rule: str | None = None
+    # Verdicts an earlier version of the rule gave that today's would not: said, not failed.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,9 +107,14 @@ def verify_campaign(
         first = records[0].samples if records and records[0].status is Status.BASELINE else ()
         report.rule = resolve(rule, first or (), direction).name
         for finding in replay(records, rule, direction):
-            report.problems.append(
-                f"line {numbers[finding.index]} (attempt {finding.iteration}): {finding.message}"
-            )
+            where = f"line {numbers[finding.index]} (attempt {finding.iteration})"
+            if finding.earlier_judge is not None:
+                report.notes.append(
+                    f"{where}, decided by version {finding.earlier_judge} of the rule: under "
+                    f"today's, {finding.message}"
+                )
+            else:
+                report.problems.append(f"{where}: {finding.message}")
     repo = Git(root)
     # `autoresearch clean` removed the refs of the attempts logged before it ran.
     cleaned = state.get("cleaned_through")

@@ -786,6 +786,7 @@ def verify(config_path: Path | None, campaign_name: str | None, as_json: bool) -
         "records": report.records,
         "problems": report.problems,
         "rule": report.rule,  # None: the verdicts were not re-derived
+        "notes": report.notes,
     }
 
     def lines() -> Iterable[str]:
@@ -797,6 +798,13 @@ def verify(config_path: Path | None, campaign_name: str | None, as_json: bool) -
             if report.rule
             else "verdicts NOT re-derived (no config of this campaign found; pass --config)"
         )
+        yield from (f"[yellow]note:[/] {safe(note)}" for note in report.notes)
+        if report.notes and report.rule:
+            verdicts = (
+                f"every verdict of this version of the rule follows from its samples under "
+                f"rule {report.rule}; the {len(report.notes)} notes above are on verdicts of "
+                "an earlier version, which this one would not give"
+            )
         yield (
             f"ok: {report.records} records, hash chain intact, every attempt's ref "
             f"matches, the branch is at the best kept commit, {verdicts}"

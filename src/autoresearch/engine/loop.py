@@ -76,6 +76,7 @@ from autoresearch.measure.repeats import TreeIndex, git_trees
 from autoresearch.proposers import create_proposer, proposer_confinement, validate_proposer
 from autoresearch.proposers.base import Outcome, Proposal, Proposer, as_proposer
 from autoresearch.proposers.network import ANY_HOST_WARNING
+from autoresearch.stats.decide import JUDGE_VERSION
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace, head_of
@@ -675,7 +676,8 @@ class Engine:
         )
 
     def _log(self, record: AttemptRecord) -> AttemptRecord:
-        stored = self.ledger.append(replace(record, utc=utc_now()))
+        judge = JUDGE_VERSION if record.judge is None else record.judge
+        stored = self.ledger.append(replace(record, utc=utc_now(), judge=judge))
         self.records.append(stored)
         self.on_event(Attempted(stored, self.incumbent.metric, self.max_iterations))
         return stored

@@ -7,6 +7,7 @@ The study lives in `.autoresearch/<name>/optuna.journal`, so a resumed campaign 
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import warnings
 from collections import defaultdict
@@ -71,6 +72,10 @@ class ParamSpec(BaseModel):
         return self
 
 
+# The samplers Optuna builds on scipy (`scipy.stats.qmc`).
+NEEDS_SCIPY = frozenset({"qmc"})
+
+
 class OptunaOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     sampler: Literal["tpe", "random", "cmaes", "grid", "qmc"] = "tpe"
@@ -111,6 +116,14 @@ class OptunaProposer(Proposer):
             self.refs = {name: ParamRef.parse(name) for name in options.space}
         except ParamError as exc:
             raise ConfigError(f"{setup.source}: key 'proposer.space': {exc}.") from None
+        if options.sampler in NEEDS_SCIPY and importlib.util.find_spec("scipy") is None:
+            # Optuna imports it only when the first point is asked for: the campaign would
+            # start, measure its baseline and then fail every attempt.
+            raise ConfigError(
+                f"{setup.source}: key 'proposer.sampler': the {options.sampler} sampler needs "
+                "scipy; install it with pip install 'autoresearch[optuna]' (or pip install "
+                "scipy), or choose another sampler."
+            )
         self.int_params = _int_params(setup.options)
         self.distributions: dict[str, Any] = {}
         for name, spec in options.space.items():

@@ -131,6 +131,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 
 
 # The baseline is measured this often under `sequential`, to seed the noise estimate.
+# The judge's version, stamped on every ledger record: bumped whenever a change to the rule
+# can give another verdict on the same recorded samples (2: the boundary learned from the
+# campaign's own noise, a reference moved only by three agreeing runs). `verify` holds a
+# record to today's rule only when today's judge wrote it.
+JUDGE_VERSION = 2
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
