@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from autoresearch.attempt import Status
@@ -371,7 +372,7 @@ def test_a_symlinked_state_folder_is_refused_with_exit_3(tmp_path: Path) -> None
     (repo / ".autoresearch").symlink_to(elsewhere)
     before = user_state(repo)
     proc = subprocess.run(
-        ["python", "-m", "autoresearch", "run", "--max-iterations", "1"],
+        [sys.executable, "-m", "autoresearch", "run", "--max-iterations", "1"],
         cwd=repo,
         capture_output=True,
         text=True,

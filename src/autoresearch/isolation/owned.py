@@ -60,7 +60,7 @@ def real_dir(path: Path) -> bool:
     """True when `path` is a folder itself, not a link to one."""
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone, or a parent is a file now
         return False
 
 
