@@ -29,7 +29,9 @@ def resolve(rule: Rule, baseline: Sequence[float], direction: str = "minimize") 
     if max(baseline) == min(baseline):
         return replace(rule, name="threshold" if rule.min_delta > 0 else "strict", estimator="mean")
     estimator = rule.estimator if rule.estimator != "mean" else "robust"
-    return replace(rule, name="sequential", estimator=estimator)
+    # A keep asks the interleaved pairs too: a burst that hits consecutive runs hits both
+    # runs of a pair and cancels in its gain.
+    return replace(rule, name="sequential", estimator=estimator, pairs="both")
 
 
 def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], direction: str) -> str:

@@ -30,6 +30,7 @@ from autoresearch.stats import calibration, robust
 RuleName = Literal["strict", "threshold", "repeats", "sequential", "auto"]
 RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential", "auto")
 Direction = Literal["minimize", "maximize"]
+PAIR_FORMS = ("off", "both", "alone")
 
 
 class Verdict(Enum):
@@ -61,10 +62,17 @@ class Rule:
     # `rule = "auto"` under `[metric] noise = "auto"`: the estimator follows the shape of
     # the campaign's noise as it is learned (`noise_model`), `estimator` is where it starts.
     adaptive: bool = False
+    # What a sequential keep asks of the interleaved pairs (the j-th candidate run against
+    # the incumbent run taken next to it, which a disturbance of consecutive runs hits
+    # alike): "off" nothing, "both" that their z reaches the boundary too, "alone" that
+    # their z reaches it instead of the sides'.
+    pairs: str = "off"
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
             raise ValueError(f"unknown decision rule {self.name!r}")
+        if self.pairs not in PAIR_FORMS:
+            raise ValueError(f"unknown pairs form {self.pairs!r}")
         if self.estimator not in robust.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}")
 
@@ -338,7 +346,9 @@ def futility_share(k: int, max_samples: int) -> float:
 
 def _projection(k: int, n: int, max_samples: int) -> float:
     """se at max_samples (with as many more incumbent samples) / se now."""
-    final_n = min(n + max_samples - k, max_samples)
+    # The reference never shrinks: a comparison whose fresh runs were set aside as spikes
+    # may take more than max_samples candidate runs.
+    final_n = max(n, min(n + max_samples - k, max_samples))
     return math.sqrt(1 / max_samples + 1 / final_n) / math.sqrt(1 / k + 1 / n)
 
 
@@ -369,6 +379,8 @@ class Look(NamedTuple):
     threshold: float | None = None  # the gain to beat (threshold and repeats rules)
     bar: float | None = None  # the drop bar on z this look was judged at (sequential)
     level: float = 0.0  # the candidate's location, as the gain was taken from it
+    paired: float | None = None  # z of the interleaved pairs' gains (Rule.pairs)
+    keep_z: float | None = None  # the statistic the boundary is compared with to keep
 
 
 def judged_level(best: float, look: Look) -> float:
@@ -412,6 +424,7 @@ def judge(
     carried: int = 0,
     efficacy: float | None = None,
     open_walk: bool = False,
+    pairs: Sequence[float] = (),
 ) -> tuple[Verdict, Look | None]:
     """The rule's verdict on the samples so far, and what it looked at.
 
@@ -438,14 +451,14 @@ def judge(
         level = robust.location(candidate, rule.estimator, direction, sigma)
         g = gain(level, ref_mean, direction)
         return _sequential(
-            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level, pairs
         )
     ref_mean = _mean(reference)
     level = _mean(candidate)
     g = gain(level, ref_mean, direction)
     if rule.name == "sequential":
         return _sequential(
-            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level, pairs
         )
     if rule.name == "strict":
         look = Look(k, n, fresh, g, ref_mean=ref_mean, threshold=0.0, level=level)
@@ -473,6 +486,7 @@ def _sequential(
     efficacy: float | None,
     open_walk: bool,
     level: float,
+    pairs: Sequence[float] = (),
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
@@ -492,21 +506,40 @@ def _sequential(
         bar = min(bar, -noise.screen)
     se = noise.sigma * factor
     z = g / se
+    paired = paired_z(pairs, noise.sigma) if rule.pairs != "off" and pairs else None
+    keep_z = z
+    if paired is not None:
+        keep_z = paired if rule.pairs == "alone" else min(z, paired)
     if open_walk:
-        look = Look(k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level)
+        look = Look(
+            k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level,
+            paired=paired, keep_z=keep_z,
+        )  # fmt: skip
         return (Verdict.DISCARD if z <= bar or done else Verdict.MORE), look
     if efficacy is None:
         # The boundary stays fixed through a comparison, as calibrated: it follows the
         # noise estimate's degrees of freedom before this comparison's samples joined it.
         efficacy = sequential_bounds(rule, noise.dof - (k - 1) - fresh, carried, noise.screen)
-    look = Look(k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar, level)
-    if fresh >= 1 and z >= efficacy and g > delta:
+    look = Look(
+        k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar, level, paired,
+        keep_z,
+    )  # fmt: skip
+    if fresh >= 1 and keep_z >= efficacy and g > delta:
         return Verdict.KEEP, look
     if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
         return Verdict.DISCARD, look
     if share > 0 and z < share * efficacy * projection:
         return Verdict.DISCARD, look
     return Verdict.MORE, look
+
+
+def paired_z(pairs: Sequence[float], sigma: float) -> float:
+    """The interleaved pairs' statistic: the clipped mean of the pair gains over its
+    standard error, sqrt(2) runs' sigma over sqrt(pairs) (what independent runs give; a
+    disturbance both runs of a pair share cancels in the gain)."""
+    spread = math.sqrt(2.0) * sigma
+    centre = robust.location(pairs, "robust", "maximize", spread)
+    return centre / (spread / math.sqrt(len(pairs)))
 
 
 class Comparison:
@@ -569,6 +602,9 @@ class Comparison:
             raise ValueError(f"the {rule.name} rule needs samples of the incumbent")
         self.candidate: list[float] = []
         self.fresh: list[float] = []  # incumbent samples taken during this comparison
+        # The runs this comparison took, in order, but the incumbent runs it set aside as
+        # spikes: what the interleaved pairs are formed from.
+        self.runs: list[tuple[Side, float]] = []
         self.look: Look | None = None
         self._batch = rule.repeats if rule.name == "repeats" else 1
         self._next: Side | Verdict = self._first()
@@ -600,11 +636,13 @@ class Comparison:
             if self.set_aside < SPIKE_RERUNS and self._spike():
                 self.set_aside += 1
                 return None  # answered with another run of the incumbent
+            self.runs.append((side, value))
             if not self.candidate:
                 self._next = self._first()
                 return None
         elif side is Side.CANDIDATE:
             self.candidate.append(value)
+            self.runs.append((side, value))
             if len(self.candidate) < self._batch:
                 return None
         else:
@@ -691,6 +729,20 @@ class Comparison:
         fresh_used = fresh - sum(spiked[len(spiked) - fresh :]) if fresh else 0
         return used, fresh_used, min(self.carried, len(used) - fresh_used)
 
+    def pair_gains(self) -> list[float]:
+        """The gains of the interleaved pairs: each candidate run against the incumbent run
+        taken next to it (consecutive runs of opposite sides, paired in order)."""
+        gains: list[float] = []
+        waiting: tuple[Side, float] | None = None
+        for side, value in self.runs:
+            if waiting is None or waiting[0] is side:
+                waiting = (side, value)
+                continue
+            c, i = (value, waiting[1]) if side is Side.CANDIDATE else (waiting[1], value)
+            gains.append(gain(c, i, self.direction))
+            waiting = None
+        return gains
+
     def _judge(self) -> tuple[Verdict, Look | None]:
         reference, fresh, carried = self.compared()
         return judge(
@@ -703,6 +755,7 @@ class Comparison:
             carried,
             self.efficacy,
             self.open_walk,
+            self.pair_gains() if self.rule.pairs != "off" else (),
         )
 
 
@@ -836,7 +889,8 @@ def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
             continue
         assert look.z is not None
         if look.fresh >= 1:
-            best = max(best, min(look.z, headroom))
+            keep_z = look.z if look.keep_z is None else look.keep_z
+            best = max(best, min(keep_z, headroom))
         if look.futility > 0:
             headroom = min(headroom, look.z / look.futility)
         if headroom <= best:
@@ -852,12 +906,15 @@ def calibrated_efficacy(
     start: Start = Start.AFTER_KEEP,
     estimator: str = "mean",
     screen: float = 0.0,
+    pairs: str = "off",
 ) -> float:
     """See `_calibrate`; boundaries are also kept on disk (`calibration`), since each takes
     up to seconds and a campaign needs several (`noise = "auto"` weighs every estimator)."""
     key = f"{max_samples}/{confidence!r}/{dof}/{start.name}/{estimator}/{screen!r}"
+    if pairs != "off":
+        key += f"/pairs-{pairs}"
     return calibration.cached(
-        key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen)
+        key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen, pairs)
     )
 
 
@@ -868,6 +925,7 @@ def _calibrate(
     start: Start = Start.AFTER_KEEP,
     estimator: str = "mean",
     screen: float = 0.0,
+    pairs: str = "off",
 ) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability at most 1 - confidence by `Comparison` itself: a look after every sample,
@@ -898,10 +956,17 @@ def _calibrate(
             Start.AFTER_KEEP if i == 0 else Start.PARTIAL,
             estimator,
             screen,
+            pairs,
         )
         for i in range(prior)
     ]
-    rule = Rule("sequential", max_samples=max_samples, confidence=confidence, estimator=estimator)
+    rule = Rule(
+        "sequential",
+        max_samples=max_samples,
+        confidence=confidence,
+        estimator=estimator,
+        pairs=pairs,
+    )
     draws_per_path = draws_needed(rule, start)
 
     def gaussian() -> Iterator[tuple[Noise, Iterator[float]]]:
@@ -1001,10 +1066,16 @@ def sequential_bounds(
     """The efficacy boundary on the t statistic of the gain."""
     rule = as_rule(rule)
     start = start_state(carried, rule.max_samples)
-    if rule.estimator == "mean":
+    if rule.estimator == "mean" and rule.pairs == "off":
         return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
     return calibrated_efficacy(
-        rule.max_samples, rule.confidence, _dof_step(dof), start, rule.estimator, screen
+        rule.max_samples,
+        rule.confidence,
+        _dof_step(dof),
+        start,
+        rule.estimator,
+        screen,
+        rule.pairs,
     )
 
 

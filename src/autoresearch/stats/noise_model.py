@@ -197,6 +197,7 @@ def learned_boundaries(
         max_samples=rule.max_samples,
         confidence=rule.confidence,
         estimator=rule.estimator,
+        pairs=rule.pairs,
     )
     values = tuple(scaled)
     block = block_length(values)
