@@ -141,7 +141,8 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # The baseline is measured this often under `sequential`, to seed the noise estimate.
 # The judge's version, stamped on every ledger record: bumped whenever a change to the rule
 # can give another verdict on the same recorded samples (2: the boundary learned from the
-# campaign's own noise, a reference moved only by three agreeing runs). `verify` holds a
+# campaign's own noise, a reference moved only by three agreeing runs, and under `auto` a
+# keep asked of the interleaved pairs too). `verify` holds a
 # record to today's rule only when today's judge wrote it.
 JUDGE_VERSION = 2
 BASELINE_SAMPLES = 4
