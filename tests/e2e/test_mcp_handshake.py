@@ -35,18 +35,38 @@ MESSAGES = [
 
 
 def serve(repo: Path, cache: Path, messages: list[dict[str, Any]]) -> tuple[list[Any], str]:
-    """Every message the server wrote to its client, and its stderr."""
+    """Every message the server wrote to its client, and its stderr. Its input stays open
+    until every request is answered, as a client's does (a server may drop what is still in
+    flight when its input ends)."""
     env = {**os.environ, "AUTORESEARCH_CACHE_DIR": str(cache)}
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "autoresearch", "mcp"],
-        input="".join(json.dumps(m) + "\n" for m in messages).encode(),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         cwd=repo,
         env=env,
-        timeout=120,
     )
-    lines = proc.stdout.decode().splitlines()
-    return [json.loads(line) for line in lines], proc.stderr.decode()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+    proc.stdin.flush()
+    waiting = {m["id"] for m in messages if "id" in m}
+    seen: list[Any] = []
+    try:
+        while waiting:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            message = json.loads(line)
+            seen.append(message)
+            waiting.discard(message.get("id"))
+        rest, err = proc.communicate(timeout=120)  # closes the input: the server ends
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    seen += [json.loads(line) for line in rest.decode().splitlines()]
+    return seen, err.decode()
 
 
 @pytest.fixture
