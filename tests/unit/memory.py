@@ -56,6 +56,24 @@ class MemoryExecutor(Executor):
         return Measurement(OK, value, 0.01, "", out)
 
 
+class DisturbedExecutor(MemoryExecutor):
+    """A `MemoryExecutor` on a machine that disturbs every metric run: `disturb` turns the
+    code's value into the one measured (in the order taken; `log_stem` names the run)."""
+
+    def disturb(self, value: float, log_stem: Path) -> float:
+        raise NotImplementedError
+
+    def run(
+        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
+    ) -> Measurement:
+        measured = super().run(spec, workspace=workspace, env=env, log_stem=log_stem)
+        if not spec.parse or measured.value is None:
+            return measured
+        value = self.disturb(measured.value, log_stem)
+        measured.stdout_path.write_text(f"score: {value}\n")
+        return Measurement(measured.outcome, value, measured.seconds, "", measured.stdout_path)
+
+
 class ScriptedProposer(Proposer):
     """Plays one edit per attempt, in order; the last one repeats. `runs_commands` is
     False: it writes only through its own code."""

@@ -18,7 +18,6 @@ from autoresearch.cli.commands import status_lines
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
 from autoresearch.events import Noted
-from autoresearch.executors.base import CommandSpec, Measurement
 from autoresearch.proposers.base import Proposal
 from autoresearch.stats import noise_model
 from autoresearch.stats.decide import Rule, Side, Start, Verdict, sequential_bounds
@@ -27,7 +26,7 @@ from autoresearch.stats.sample_book import SampleBook
 from autoresearch.views.status import campaign_status
 from campaigns import campaign_toml
 from conftest import make_repo
-from unit.memory import MemoryExecutor, ScriptedProposer
+from unit.memory import DisturbedExecutor, ScriptedProposer
 
 AUTO = Rule("auto", max_samples=8, confidence=0.95, estimator="robust", adaptive=True)
 
@@ -164,7 +163,7 @@ def test_noise_auto_switches_the_estimator_and_says_why() -> None:
     assert fixed.switches == [] and fixed.rule.estimator == "robust"
 
 
-class Bursty(MemoryExecutor):
+class Bursty(DisturbedExecutor):
     """A machine whose contention comes in long one-sided bursts: every metric run of any
     version is the code's level (100) plus `long_bursts`' noise, in the order taken."""
 
@@ -172,15 +171,8 @@ class Bursty(MemoryExecutor):
         super().__init__(lambda workspace: 0.0)
         self.noise = long_bursts(8)
 
-    def run(
-        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
-    ) -> Measurement:
-        measured = super().run(spec, workspace=workspace, env=env, log_stem=log_stem)
-        if not spec.parse or measured.value is None:
-            return measured
-        value = next(self.noise)
-        measured.stdout_path.write_text(f"score: {value}\n")
-        return Measurement(measured.outcome, value, measured.seconds, "", measured.stdout_path)
+    def disturb(self, value: float, log_stem: Path) -> float:
+        return next(self.noise)
 
 
 RENAMES = itertools.count()

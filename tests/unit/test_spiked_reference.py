@@ -16,13 +16,12 @@ from autoresearch.attempt import Status
 from autoresearch.checks.verify import verify_campaign
 from autoresearch.config import load_campaign
 from autoresearch.engine import Engine
-from autoresearch.executors.base import CommandSpec, Measurement
 from autoresearch.proposers.base import Proposal
 from autoresearch.stats.decide import Comparison, Noise, Rule, Side
 from autoresearch.store.ledger import Ledger
 from campaigns import campaign_toml
 from conftest import make_repo
-from unit.memory import MemoryExecutor, ScriptedProposer
+from unit.memory import DisturbedExecutor, ScriptedProposer
 
 JITTER = (0.4, -0.4, 0.2, -0.2, 0.0, 0.3, -0.3, 0.1, -0.1)
 
@@ -32,7 +31,7 @@ def level(workspace: Path) -> float:
     return 100.0 * (0.9 ** text.count("FAST"))
 
 
-class SpikedAfterKeep(MemoryExecutor):
+class SpikedAfterKeep(DisturbedExecutor):
     """The stand-in machine: a burst hits the incumbent's first re-measurement of
     `spiked_attempt` and the run after it."""
 
@@ -43,21 +42,15 @@ class SpikedAfterKeep(MemoryExecutor):
         self.burst = 0  # runs left in the burst
         self.factors = (1.6, 1.4)
 
-    def run(
-        self, spec: CommandSpec, *, workspace: Path, env: dict[str, str], log_stem: Path
-    ) -> Measurement:
-        measured = super().run(spec, workspace=workspace, env=env, log_stem=log_stem)
-        if not spec.parse or measured.value is None:
-            return measured
-        value = measured.value + JITTER[self.calls % len(JITTER)]
+    def disturb(self, value: float, log_stem: Path) -> float:
+        value += JITTER[self.calls % len(JITTER)]
         self.calls += 1
         if log_stem.name == self.spiked:
             self.burst = len(self.factors)
         if self.burst:
             value *= self.factors[len(self.factors) - self.burst]
             self.burst -= 1
-        measured.stdout_path.write_text(f"score: {value}\n")
-        return Measurement(measured.outcome, value, measured.seconds, "", measured.stdout_path)
+        return value
 
 
 def faster(workspace: Path) -> Proposal:
