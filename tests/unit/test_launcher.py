@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.isolation import landlock, launcher, seccomp
-from autoresearch.isolation.process import ChildRecord, Limits, run_command
+from autoresearch.isolation.process import ChildRecord, CommandResult, Limits, run_command
 from autoresearch.isolation.sandbox import Boundary, Bwrap, allowed_env, bwrap_problem
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=str(bwrap_problem()))
@@ -75,6 +75,23 @@ def box(tmp_path: Path) -> Boundary:
     return Boundary(work, tmp, env=allowed_env(os.environ))
 
 
+def sandboxed(
+    command: str, tmp_path: Path, box: Boundary, sandbox: Bwrap, record: Path
+) -> CommandResult:
+    """`command` started through the shared launcher in `sandbox`, its record at `record`."""
+    return run_command(
+        command,
+        cwd=box.workdir,
+        env=sandbox.environment(box),
+        timeout=20,
+        stdout_path=tmp_path / "o",
+        stderr_path=tmp_path / "e",
+        child=ChildRecord(record),
+        wrap=lambda argv, fd: sandbox.command(argv, box, fd),
+        launch=launcher.shared(KEYRINGS, SCOPE),
+    )
+
+
 def test_the_record_is_on_disk_before_bubblewrap_starts(tmp_path: Path, box: Boundary) -> None:
     # The sandbox program itself checks, as it starts, that the record names it (its pid
     # and start time): an engine killed the moment after the start leaves it behind.
@@ -93,17 +110,7 @@ def test_the_record_is_on_disk_before_bubblewrap_starts(tmp_path: Path, box: Bou
     )
     checking.chmod(0o755)
     sandbox = Bwrap(str(checking))
-    result = run_command(
-        "echo inside",
-        cwd=box.workdir,
-        env=sandbox.environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        child=ChildRecord(record),
-        wrap=lambda argv, fd: sandbox.command(argv, box, fd),
-        launch=launcher.shared(KEYRINGS, SCOPE),
-    )
+    result = sandboxed("echo inside", tmp_path, box, sandbox, record)
     assert result.ok, (result.returncode, (tmp_path / "e").read_text())
     assert result.stdout_text() == "inside\n"
     assert not record.exists()  # cleared when the command ended
@@ -115,17 +122,7 @@ def test_a_link_planted_at_the_record_is_not_written_through(tmp_path: Path, box
     record = tmp_path / "child.pgid"
     record.symlink_to(victim)
     sandbox = Bwrap()
-    result = run_command(
-        "true",
-        cwd=box.workdir,
-        env=sandbox.environment(box),
-        timeout=20,
-        stdout_path=tmp_path / "o",
-        stderr_path=tmp_path / "e",
-        child=ChildRecord(record),
-        wrap=lambda argv, fd: sandbox.command(argv, box, fd),
-        launch=launcher.shared(KEYRINGS, SCOPE),
-    )
+    result = sandboxed("true", tmp_path, box, sandbox, record)
     assert result.ok
     assert victim.read_text() == "precious\n"
 
