@@ -169,6 +169,31 @@ def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
         assert kept / attempts <= alpha + 3 * (alpha * (1 - alpha) / attempts) ** 0.5
 
 
+def test_a_later_first_keep_holds_the_false_keep_rate_and_keeps_nothing_earlier() -> None:
+    """`first_keep` moves the earliest keep, and the boundary calibrated for it holds the
+    false-keep rate on a campaign of null candidates; a huge gain waits for its look."""
+    rule = Rule("sequential", first_keep=3)
+    rng = random.Random(12)
+    noise = Noise(sigma=1.0, dof=200)
+    attempts = kept = 0
+    reference: list[float] = []
+    for _ in range(4000):
+        test = Comparison(rule, "minimize", reference, noise, len(reference))
+        verdict, _ = evaluate_in_turn(test, lambda _: rng.gauss(0, 1))
+        attempts += 1
+        kept += verdict is Verdict.KEEP
+        reference = [] if verdict is Verdict.KEEP else test.reference
+    assert kept / attempts <= 0.05 + 3 * (0.05 * 0.95 / attempts) ** 0.5
+    test = Comparison(rule, "minimize", [10.0] * 8, noise, 8)
+    runs = 0
+    while isinstance(side := test.next(), Side):
+        test.add(0.0 if side is Side.CANDIDATE else 10.0)
+        runs += side is Side.CANDIDATE
+    assert test.verdict is Verdict.KEEP and runs == 3
+    with pytest.raises(ValueError, match="first_keep"):
+        Rule("sequential", max_samples=4, first_keep=5)
+
+
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
     rule = Rule("sequential")
     harmful, harmful_runs = simulate(-1.0, rule, random.Random(2), 2000)
@@ -194,13 +219,15 @@ def test_sequential_drops_a_gain_confidently_below_min_delta() -> None:
     assert decide([10.0] * 8, [9.5] * 3, "minimize", rule, noise, 2) is Verdict.DISCARD
 
 
+@pytest.mark.parametrize("first_keep", [1, 3])
 @pytest.mark.parametrize("carried", [0, 2, 8])
-def test_calibration_shortcut_matches_the_procedure(carried: int) -> None:
+def test_calibration_shortcut_matches_the_procedure(carried: int, first_keep: int) -> None:
     """Each null comparison's critical boundary (computed in one pass over its looks) is
-    exactly where the comparison at a fixed boundary switches from keeping to dropping."""
+    exactly where the comparison at a fixed boundary switches from keeping to dropping,
+    whatever the earliest look a keep may come at."""
     max_samples = 8
     rng = random.Random(carried * 10 + (0 if carried else REFERENCE_MIN))
-    rule = Rule("sequential", max_samples=max_samples)
+    rule = Rule("sequential", max_samples=max_samples, first_keep=first_keep)
 
     def comparison(draws: list[float], **boundary: float | bool) -> Comparison:
         noise = Noise(sigma=draws[0], dof=1000)

@@ -163,6 +163,22 @@ def test_noise_auto_switches_the_estimator_and_says_why() -> None:
     assert fixed.switches == [] and fixed.rule.estimator == "robust"
 
 
+def test_on_two_states_auto_keeps_from_a_later_run_and_says_why() -> None:
+    """Where runs sit in two states, one or two runs of a side can all fall in the slow
+    one, and a boundary that must hold at those looks is far above what later looks need:
+    `noise = "auto"` weighs a later first keep and takes it when it detects smaller gains,
+    and the switch says so."""
+    book = SampleBook(AUTO, "minimize")
+    null_campaign(two_states(2), 40, book)
+    assert book.rule.first_keep == 3, book.switches
+    assert any("keeps from run 3" in text for text in book.switches)
+    assert any("keeping from run 3" in text for text in book.switches)
+    # Under a fixed estimator the earliest keep stays where it is, as configured.
+    fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
+    null_campaign(two_states(2), 40, fixed)
+    assert fixed.rule.first_keep == 1 and fixed.switches == []
+
+
 class Bursty(DisturbedExecutor):
     """A machine whose contention comes in long one-sided bursts: every metric run of any
     version is the code's level (100) plus `long_bursts`' noise, in the order taken."""

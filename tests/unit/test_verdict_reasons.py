@@ -93,6 +93,22 @@ def test_a_one_run_drop_names_the_spread_the_screen_allowed() -> None:
     )
 
 
+def test_a_first_run_the_screen_lets_through_is_not_dropped_short_of_min_delta() -> None:
+    """With a min_delta, a first run the screen spares (worse, but within the campaign's
+    typical spike) gets another run: "confidently short of min_delta" allows the same
+    spread the screen does, or the screen would spare a spiked first run only for min_delta
+    to drop it at the same look."""
+    screened = Rule("sequential", max_samples=4, estimator="robust", min_delta=1.0, percent=True)
+    test = Comparison(screened, "minimize", [10.0] * 4, Noise(0.1, 50, screen=16.0))
+    test.add(11.0)  # a spike: 10% worse, 9 standard errors, inside the 16 the screen allows
+    assert test.verdict is Verdict.MORE and test.next() is Side.INCUMBENT
+    # Beyond the screen's spread it is dropped at once, and says so.
+    test = Comparison(screened, "minimize", [10.0] * 4, Noise(0.1, 50, screen=16.0))
+    test.add(12.0)
+    assert test.verdict is Verdict.DISCARD
+    assert explain(screened, test.verdict, test.look).startswith("screened out after 1 run")
+
+
 def test_a_one_run_drop_against_a_single_reference_run_names_its_allowance() -> None:
     verdict, why = run(rule("sequential"), [10.0], [12.0], [])
     assert verdict is Verdict.DISCARD

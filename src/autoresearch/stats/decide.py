@@ -67,6 +67,11 @@ class Rule:
     # alike): "off" nothing, "both" that their z reaches the boundary too, "alone" that
     # their z reaches it instead of the sides'.
     pairs: str = "off"
+    # The earliest candidate sample a sequential keep may come at. 1 everywhere but where
+    # the learned noise says otherwise: on noise whose runs sit in separate states, one or
+    # two runs of a side can all fall in one, and a boundary that must hold at those looks
+    # is far above what later looks need (`noise_model.choose`).
+    first_keep: int = 1
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
@@ -75,6 +80,8 @@ class Rule:
             raise ValueError(f"unknown pairs form {self.pairs!r}")
         if self.estimator not in robust.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}")
+        if not 1 <= self.first_keep <= self.max_samples:
+            raise ValueError(f"first_keep {self.first_keep} outside 1..{self.max_samples}")
 
     def min_delta_abs(self, reference: float) -> float:
         return abs(reference) * self.min_delta / 100.0 if self.percent else self.min_delta
@@ -142,9 +149,10 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # The judge's version, stamped on every ledger record: bumped whenever a change to the rule
 # can give another verdict on the same recorded samples (2: the boundary learned from the
 # campaign's own noise, a reference moved only by three agreeing runs, and under `auto` a
-# keep asked of the interleaved pairs too). `verify` holds a
-# record to today's rule only when today's judge wrote it.
-JUDGE_VERSION = 2
+# keep asked of the interleaved pairs too; 3: "confidently short of min_delta" allows what
+# the drop bar allows, and `auto` weighs a later first keep). `verify` holds a record to
+# today's rule only when today's judge wrote it.
+JUDGE_VERSION = 3
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
@@ -335,9 +343,10 @@ def screened_samples(estimator: str) -> int:
     return {"time": 1, "median": 2, "robust": 2}.get(estimator, 0)
 
 
-def futility_share(k: int, max_samples: int) -> float:
-    """The futility bar's share of the efficacy boundary at k candidate samples (0: none)."""
-    if k < 2:
+def futility_share(k: int, max_samples: int, first_keep: int = 1) -> float:
+    """The futility bar's share of the efficacy boundary at k candidate samples (0: none):
+    from the second sample on, and never before a keep could come."""
+    if k < max(2, first_keep):
         return 0.0
     first, last = FUTILITY_SHARES
     if max_samples <= 2:
@@ -354,14 +363,16 @@ def _projection(k: int, n: int, max_samples: int) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _geometry(k: int, n: int, max_samples: int) -> tuple[float, float, float, float]:
+def _geometry(
+    k: int, n: int, max_samples: int, first_keep: int = 1
+) -> tuple[float, float, float, float]:
     """What a look with k candidate and n reference samples needs besides the values:
     the standard error's factor sqrt(1/k + 1/n), the drop bar, the futility share and
     the projection. Cached: the calibration takes hundreds of thousands of looks."""
     return (
         math.sqrt(1 / k + 1 / n),
         drop_bar(n),
-        futility_share(k, max_samples),
+        futility_share(k, max_samples, first_keep),
         _projection(k, n, max_samples),
     )
 
@@ -500,7 +511,7 @@ def _sequential(
         if open_walk:
             return (Verdict.DISCARD if done else Verdict.MORE), look
         return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
-    factor, bar, share, projection = _geometry(k, n, max_samples)
+    factor, bar, share, projection = _geometry(k, n, max_samples, rule.first_keep)
     if noise.screen > 0 and k <= screened_samples(rule.estimator):
         # One spike on the candidate's first sample(s) must not drop a real gain: only a
         # loss beyond the campaign's typical spike does.
@@ -525,9 +536,12 @@ def _sequential(
         k, n, fresh, g, z, share * projection, efficacy, ref_mean, delta, bar, level, paired,
         keep_z,
     )  # fmt: skip
-    if fresh >= 1 and keep_z >= efficacy and g > delta:
+    if fresh >= 1 and k >= rule.first_keep and keep_z >= efficacy and g > delta:
         return Verdict.KEEP, look
-    if z <= bar or (delta > 0 and g + efficacy * se <= delta) or done:
+    # Where the drop bar lets a worse-looking sample through (a single reference, the
+    # spike screen), the same allowance widens what "confidently short" means: otherwise
+    # the screen would spare a spiked first run only for min_delta to drop it.
+    if z <= bar or (delta > 0 and g + (efficacy - min(bar, 0.0)) * se <= delta) or done:
         return Verdict.DISCARD, look
     if share > 0 and z < share * efficacy * projection:
         return Verdict.DISCARD, look
@@ -787,7 +801,7 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
             return _screened(look, bar)
         return f"z {z:.2f} <= {bar:g} {runs}: not better"
     delta = look.threshold or 0.0
-    if delta > 0 and g + efficacy * (g / z) <= delta:
+    if delta > 0 and g + (efficacy - min(bar, 0.0)) * (g / z) <= delta:
         return f"gain {g:.4g} confidently short of min_delta {delta:.4g} {runs}"
     if k >= rule.max_samples and look.fresh >= rule.max_samples:
         return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
@@ -889,7 +903,7 @@ def _critical_boundary(test: Comparison, draws: Iterator[float]) -> float:
         if look is None:
             continue
         assert look.z is not None
-        if look.fresh >= 1:
+        if look.fresh >= 1 and look.candidate >= test.rule.first_keep:
             keep_z = look.z if look.keep_z is None else look.keep_z
             best = max(best, min(keep_z, headroom))
         if look.futility > 0:
@@ -908,14 +922,20 @@ def calibrated_efficacy(
     estimator: str = "mean",
     screen: float = 0.0,
     pairs: str = "off",
+    first_keep: int = 1,
 ) -> float:
     """See `_calibrate`; boundaries are also kept on disk (`calibration`), since each takes
     up to seconds and a campaign needs several (`noise = "auto"` weighs every estimator)."""
     key = f"{max_samples}/{confidence!r}/{dof}/{start.name}/{estimator}/{screen!r}"
     if pairs != "off":
         key += f"/pairs-{pairs}"
+    if first_keep != 1:
+        key += f"/first-{first_keep}"
     return calibration.cached(
-        key, lambda: _calibrate(max_samples, confidence, dof, start, estimator, screen, pairs)
+        key,
+        lambda: _calibrate(
+            max_samples, confidence, dof, start, estimator, screen, pairs, first_keep
+        ),
     )
 
 
@@ -927,6 +947,7 @@ def _calibrate(
     estimator: str = "mean",
     screen: float = 0.0,
     pairs: str = "off",
+    first_keep: int = 1,
 ) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability at most 1 - confidence by `Comparison` itself: a look after every sample,
@@ -947,6 +968,8 @@ def _calibrate(
     rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
     if estimator != "mean":
         rng = random.Random(f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}")
+    if first_keep != 1:
+        rng = random.Random(f"{rng.random()}/first-{first_keep}")
     prior = PRIOR_ATTEMPTS[start]
     # The candidates before: the first right after the keep, the others partial.
     boundaries = [
@@ -958,6 +981,7 @@ def _calibrate(
             estimator,
             screen,
             pairs,
+            first_keep,
         )
         for i in range(prior)
     ]
@@ -967,6 +991,7 @@ def _calibrate(
         confidence=confidence,
         estimator=estimator,
         pairs=pairs,
+        first_keep=first_keep,
     )
     draws_per_path = draws_needed(rule, start)
 
@@ -1067,7 +1092,7 @@ def sequential_bounds(
     """The efficacy boundary on the t statistic of the gain."""
     rule = as_rule(rule)
     start = start_state(carried, rule.max_samples)
-    if rule.estimator == "mean" and rule.pairs == "off":
+    if rule.estimator == "mean" and rule.pairs == "off" and rule.first_keep == 1:
         return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
     return calibrated_efficacy(
         rule.max_samples,
@@ -1077,6 +1102,7 @@ def sequential_bounds(
         rule.estimator,
         screen,
         rule.pairs,
+        rule.first_keep,
     )
 
 

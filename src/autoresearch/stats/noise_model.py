@@ -164,6 +164,7 @@ class Learned:
     screen: float
     block: float  # the bootstrap's mean block length
     boundaries: tuple[float, float, float]  # by Start, in order
+    first_keep: int = 1
 
     def efficacy(self, start: Start) -> float:
         return self.boundaries[list(Start).index(start)]
@@ -198,6 +199,7 @@ def learned_boundaries(
         confidence=rule.confidence,
         estimator=rule.estimator,
         pairs=rule.pairs,
+        first_keep=rule.first_keep,
     )
     values = tuple(scaled)
     block = block_length(values)
@@ -208,7 +210,8 @@ def learned_boundaries(
             found[Start.AFTER_KEEP] if i == 0 else found[Start.PARTIAL]
             for i in range(PRIOR_ATTEMPTS[start])
         ]
-        rng = random.Random(f"{LEARN_SEED}/{count}/{paths}/{start.name}/{rule.estimator}")
+        seed = f"{LEARN_SEED}/{count}/{paths}/{start.name}/{rule.estimator}"
+        rng = random.Random(seed if rule.first_keep == 1 else f"{seed}/{rule.first_keep}")
 
         def drawn(rng: random.Random = rng) -> Iterator[tuple[Noise, Iterator[float]]]:
             for _ in range(paths):
@@ -222,6 +225,7 @@ def learned_boundaries(
         screen,
         block,
         (found[Start.AFTER_KEEP], found[Start.PARTIAL], found[Start.FULL]),
+        rule.first_keep,
     )
 
 
@@ -320,6 +324,16 @@ def boundaries(rule: Rule, noise: Noise, learned: Learned) -> tuple[float, float
     )
 
 
+# The earliest keep `noise = "auto"` weighs beside the first run: on noise with states,
+# a later first keep lowers the boundary every later look is held to.
+FIRST_KEEPS = (1, 3)
+
+
+def option_name(estimator: str, first_keep: int) -> str:
+    """How one option `choose` weighs is named, in `Choice.detectable` and the switch."""
+    return estimator if first_keep == 1 else f"{estimator}/{first_keep}"
+
+
 def choose(
     rule: Rule,
     groups: Mapping[str, Sequence[float]],
@@ -327,37 +341,49 @@ def choose(
     direction: str,
 ) -> Choice | None:
     """Calibrate the boundary on the campaign's residuals for the estimator in force or,
-    under `noise = "auto"` (`rule.adaptive`), for each of CHOICES, and keep the one that
-    detects the smallest gain at its calibrated boundary (the estimator in force unless
-    another is clearly better). None: too few residuals, or no noise to speak of."""
+    under `noise = "auto"` (`rule.adaptive`), for each of CHOICES and each of FIRST_KEEPS,
+    and keep the option that detects the smallest gain at its calibrated boundary (the one
+    in force unless another is clearly better). None: too few residuals, or no noise to
+    speak of."""
     found = residuals(groups, selected, direction)
     if len(found) < LEARN_MIN:
         return None
     count = residual_count(groups, selected)
     versions = list(groups.values())
-    held = rule.estimator
-    options = CHOICES if rule.adaptive else (held,)
-    results: dict[str, tuple[Learned, float, Noise]] = {}
+    held = (rule.estimator, rule.first_keep)
+    options = (
+        [(e, k) for e in CHOICES for k in FIRST_KEEPS if k <= rule.max_samples]
+        if rule.adaptive
+        else [held]
+    )
+    if held not in options:
+        options.append(held)
+    results: dict[tuple[str, int], tuple[Learned, float, Noise]] = {}
 
-    def calibrate(estimator: str, noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
-        trial = replace(rule, name="sequential", estimator=estimator)
+    def calibrate(option: tuple[str, int], noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
+        estimator, first_keep = option
+        trial = replace(rule, name="sequential", estimator=estimator, first_keep=first_keep)
         scaled = [r / noise.sigma for r in found]
         learned = learned_boundaries(trial, scaled, noise.screen, count, paths)
         learned = replace(learned, boundaries=boundaries(trial, noise, learned))
-        return learned, detectable(trial, learned.efficacy(Start.FULL), noise.sigma), noise
+        # Every start state's boundary counts: one right after each keep that only a
+        # full reference escapes is paid at every keep.
+        typical = math.fsum(learned.boundaries) / len(learned.boundaries)
+        return learned, detectable(trial, typical, noise.sigma), noise
 
-    for estimator in options:
-        noise = noise_of(versions, estimator, direction)
+    noises = {e: noise_of(versions, e, direction) for e in {e for e, _ in options}}
+    for option in options:
+        noise = noises[option[0]]
         if noise is None or noise.sigma <= 0:
             continue
-        results[estimator] = calibrate(
-            estimator, noise, LEARN_PATHS if estimator == held else TRIAL_PATHS
-        )
+        results[option] = calibrate(option, noise, LEARN_PATHS if option == held else TRIAL_PATHS)
     if not results:
         return None
-    best = min(results, key=lambda e: (results[e][1], options.index(e)))
+    best = min(results, key=lambda o: (results[o][1], options.index(o)))
     if held in results and results[best][1] > SWITCH_MARGIN * results[held][1]:
         best = held
     if best != held:
         results[best] = calibrate(best, results[best][2], LEARN_PATHS)
-    return Choice(results[best][0], Shape.of(found), {e: r[1] for e, r in results.items()})
+    return Choice(
+        results[best][0], Shape.of(found), {option_name(*o): r[1] for o, r in results.items()}
+    )
