@@ -64,6 +64,8 @@ def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], directio
             " (noise = auto: the estimator follows the shape of the campaign's own noise, "
             "and the boundary is calibrated on its own runs, once there are enough)"
         )
+    if chosen.first_keep > 1:
+        how += f", kept no earlier than run {chosen.first_keep} (the noise sits in states)"
     return (
         f"sequential, robust: the baseline's {len(baseline)} runs differ{spread}; candidates "
         f"and the incumbent are measured in turn, up to {chosen.max_samples} runs each, "
