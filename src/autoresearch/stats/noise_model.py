@@ -360,7 +360,9 @@ def choose(
         options.append(held)
     results: dict[tuple[str, int], tuple[Learned, float, Noise]] = {}
 
-    def calibrate(option: tuple[str, int], noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
+    def calibrate(
+        option: tuple[str, int], noise: Noise, paths: int
+    ) -> tuple[Learned, float, Noise]:
         estimator, first_keep = option
         trial = replace(rule, name="sequential", estimator=estimator, first_keep=first_keep)
         scaled = [r / noise.sigma for r in found]

@@ -209,9 +209,7 @@ class SampleBook:
         chosen = choice.learned
         if (chosen.estimator, chosen.first_keep) != (self.rule.estimator, self.rule.first_keep):
             self.switches.append(switch_text(self.rule, choice))
-            self.rule = replace(
-                self.rule, estimator=chosen.estimator, first_keep=chosen.first_keep
-            )
+            self.rule = replace(self.rule, estimator=chosen.estimator, first_keep=chosen.first_keep)
         self.learned = choice.learned
 
     def prior(self, incumbent: str) -> list[float]:
