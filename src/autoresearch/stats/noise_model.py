@@ -340,8 +340,8 @@ def choose(
     selected: Mapping[str, int],
     direction: str,
 ) -> Choice | None:
-    """Calibrate the boundary on the campaign's residuals for the estimator in force or,
-    under `noise = "auto"` (`rule.adaptive`), for each of CHOICES and each of FIRST_KEEPS,
+    """Calibrate the boundary on the campaign's residuals for each of FIRST_KEEPS with the
+    estimator in force or, under `noise = "auto"` (`rule.adaptive`), with each of CHOICES,
     and keep the option that detects the smallest gain at its calibrated boundary (the one
     in force unless another is clearly better). None: too few residuals, or no noise to
     speak of."""
@@ -351,11 +351,10 @@ def choose(
     count = residual_count(groups, selected)
     versions = list(groups.values())
     held = (rule.estimator, rule.first_keep)
-    options = (
-        [(e, k) for e in CHOICES for k in FIRST_KEEPS if k <= rule.max_samples]
-        if rule.adaptive
-        else [held]
-    )
+    # A fixed estimator (`noise = "symmetric"` or `"time"`) still weighs the first keep:
+    # the user chose what a side's runs mean, not how early the noise lets a keep come.
+    estimators = CHOICES if rule.adaptive else (rule.estimator,)
+    options = [(e, k) for e in estimators for k in FIRST_KEEPS if k <= rule.max_samples]
     if held not in options:
         options.append(held)
     results: dict[tuple[str, int], tuple[Learned, float, Noise]] = {}
