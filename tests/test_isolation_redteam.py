@@ -675,7 +675,7 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
     strict=False,  # the attack rides on random noise: some runs it does not get through
     reason=(
         "the sequential rule's calibrated boundaries are cached in a file of the user's "
-        "(~/.cache/autoresearch/calibration-v1.json, or $AUTORESEARCH_CACHE_DIR) and read "
+        "(~/.cache/autoresearch/calibration-v<N>.json, or $AUTORESEARCH_CACHE_DIR) and read "
         "back as they are: the agent, which runs as the user, rewrites them and the next "
         "`step` keeps after one run a candidate the honest boundary would measure further "
         "(verify reads the same file and agrees)"
@@ -689,9 +689,10 @@ def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_woul
     from autoresearch.agent import mode as agent_mode
     from autoresearch.config import load_campaign
     from autoresearch.executors import LocalExecutor
-    from autoresearch.stats import decide
+    from autoresearch.stats import calibration, decide
 
     cache = tmp_path / "cache"
+    cached = cache / f"calibration-v{calibration.VERSION}.json"
     monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(cache))
     noisy = 'import calc, random\nprint(f"score: {abs(calc.N - 3) + random.gauss(0, 0.1)}")\n'
     repo, state = user_repo(
@@ -712,18 +713,18 @@ def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_woul
     request.addfinalizer(decide.calibrated_efficacy.cache_clear)
     agent_mode.start(load_campaign(repo), executor=LocalExecutor())
     step(9)
-    assert (cache / "calibration-v1.json").is_file(), "the step calibrated nothing"
+    assert cached.is_file(), "the step calibrated nothing"
     # The agent, between two steps: a boundary far below any z a comparison reaches, for
     # every key the rule may ask (their layout is the engine's: confidence, degrees of
     # freedom, start, estimator, screen).
-    honest = (cache / "calibration-v1.json").read_text()
+    honest = cached.read_text()
     poisoned = {
         f"{samples}/0.95/{dof}/{start}/robust/0.0": -1e9
         for samples in range(2, 33)
         for dof in range(1, 64)
         for start in ("AFTER_KEEP", "PARTIAL", "FULL")
     }
-    (cache / "calibration-v1.json").write_text(json.dumps(poisoned))
+    cached.write_text(json.dumps(poisoned))
     # Each better than the best by one standard deviation of the noise: too little for
     # the honest boundary after one run, enough to pass the first look's screen.
     step(8.9)
@@ -731,7 +732,7 @@ def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_woul
     assert ledger(state)[-1].iteration == 3
     # Every verdict must follow from the rule honestly calibrated: `verify` with the
     # boundaries the engine had computed, as on a machine the agent never touched.
-    (cache / "calibration-v1.json").write_text(honest)
+    cached.write_text(honest)
     decide.calibrated_efficacy.cache_clear()
     report = verify_campaign(repo, state, NAME)
     assert report.ok, report.problems

@@ -516,6 +516,11 @@ def _sequential(
         # One spike on the candidate's first sample(s) must not drop a real gain: only a
         # loss beyond the campaign's typical spike does.
         bar = min(bar, -noise.screen)
+    elif k == 1 and g < -SPIKE_SIGMAS * noise.sigma:
+        # A first run worse by more than the noise has shown (no spike screen yet) is as
+        # likely a disturbance as the change: answered with another run, as a spiked
+        # re-measurement of the incumbent is, not taken as the candidate's level.
+        bar = -math.inf
     se = noise.sigma * factor
     z = g / se
     paired = paired_z(pairs, noise.sigma) if rule.pairs != "off" and pairs else None
