@@ -27,4 +27,5 @@ def test_a_shift_both_runs_of_each_pair_share_is_no_gain_to_the_pairs() -> None:
 def test_a_real_gain_is_kept_by_the_pairs_too() -> None:
     both = drive(Rule("sequential", estimator="mean", pairs="both"), 97.0, 100.0)
     assert both.verdict is Verdict.KEEP
-    assert both.pair_gains() == [3.0] * len(both.pair_gains())
+    assert both.look is not None and both.look.paired is not None and both.look.paired > 0
+    assert both.pair_gains() and both.pair_gains() == [3.0] * len(both.pair_gains())

@@ -646,7 +646,6 @@ class Engine:
         self.state.update(
             decision=text,
             estimator=self.evaluator.rule.estimator,
-            first_keep=self.evaluator.rule.first_keep,
             detectable=detectable or None,
             noise_shape=shape,
             estimator_switches=switches,
@@ -672,7 +671,6 @@ class Engine:
         self.state.update(
             decision=self.evaluator.decision_text(),
             estimator=self.evaluator.rule.estimator,
-            first_keep=self.evaluator.rule.first_keep,
             noise_shape=shape,
             estimator_switches=switches,
         )

@@ -30,7 +30,7 @@ from autoresearch.stats import calibration, robust
 RuleName = Literal["strict", "threshold", "repeats", "sequential", "auto"]
 RULE_NAMES: tuple[RuleName, ...] = ("strict", "threshold", "repeats", "sequential", "auto")
 Direction = Literal["minimize", "maximize"]
-PAIR_FORMS = ("off", "both", "alone")
+PAIR_FORMS = ("off", "both")
 
 
 class Verdict(Enum):
@@ -64,8 +64,7 @@ class Rule:
     adaptive: bool = False
     # What a sequential keep asks of the interleaved pairs (the j-th candidate run against
     # the incumbent run taken next to it, which a disturbance of consecutive runs hits
-    # alike): "off" nothing, "both" that their z reaches the boundary too, "alone" that
-    # their z reaches it instead of the sides'.
+    # alike): "off" nothing, "both" that their z reaches the boundary too.
     pairs: str = "off"
     # The earliest candidate sample a sequential keep may come at. 1 everywhere but where
     # the learned noise says otherwise: on noise whose runs sit in separate states, one or
@@ -512,10 +511,11 @@ def _sequential(
             return (Verdict.DISCARD if done else Verdict.MORE), look
         return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
     factor, bar, share, projection = _geometry(k, n, max_samples, rule.first_keep)
-    if noise.screen > 0 and k <= screened_samples(rule.estimator):
-        # One spike on the candidate's first sample(s) must not drop a real gain: only a
-        # loss beyond the campaign's typical spike does.
-        bar = min(bar, -noise.screen)
+    if noise.screen > 0:
+        if k <= screened_samples(rule.estimator):
+            # One spike on the candidate's first sample(s) must not drop a real gain: only
+            # a loss beyond the campaign's typical spike does.
+            bar = min(bar, -noise.screen)
     elif k == 1 and g < -SPIKE_SIGMAS * noise.sigma:
         # A first run worse by more than the noise has shown (no spike screen yet) is as
         # likely a disturbance as the change: answered with another run, as a spiked
@@ -526,7 +526,7 @@ def _sequential(
     paired = paired_z(pairs, noise.sigma) if rule.pairs != "off" and pairs else None
     keep_z = z
     if paired is not None:
-        keep_z = paired if rule.pairs == "alone" else min(z, paired)
+        keep_z = min(z, paired)
     if open_walk:
         look = Look(
             k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level,
@@ -543,14 +543,19 @@ def _sequential(
     )  # fmt: skip
     if fresh >= 1 and k >= rule.first_keep and keep_z >= efficacy and g > delta:
         return Verdict.KEEP, look
-    # Where the drop bar lets a worse-looking sample through (a single reference, the
-    # spike screen), the same allowance widens what "confidently short" means: otherwise
-    # the screen would spare a spiked first run only for min_delta to drop it.
-    if z <= bar or (delta > 0 and g + (efficacy - min(bar, 0.0)) * se <= delta) or done:
+    if z <= bar or short_of_min_delta(g, se, efficacy, bar, delta) or done:
         return Verdict.DISCARD, look
     if share > 0 and z < share * efficacy * projection:
         return Verdict.DISCARD, look
     return Verdict.MORE, look
+
+
+def short_of_min_delta(g: float, se: float, efficacy: float, bar: float, delta: float) -> bool:
+    """The gain is confidently short of min_delta `delta`. Where the drop bar lets a
+    worse-looking sample through (a single reference, the spike screen), the same allowance
+    widens the margin: otherwise the screen would spare a spiked first run only for
+    min_delta to drop it."""
+    return delta > 0 and g + (efficacy - min(bar, 0.0)) * se <= delta
 
 
 def paired_z(pairs: Sequence[float], sigma: float) -> float:
@@ -806,7 +811,7 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
             return _screened(look, bar)
         return f"z {z:.2f} <= {bar:g} {runs}: not better"
     delta = look.threshold or 0.0
-    if delta > 0 and g + (efficacy - min(bar, 0.0)) * (g / z) <= delta:
+    if short_of_min_delta(g, g / z, efficacy, bar, delta):
         return f"gain {g:.4g} confidently short of min_delta {delta:.4g} {runs}"
     if k >= rule.max_samples and look.fresh >= rule.max_samples:
         return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
@@ -970,11 +975,12 @@ def _calibrate(
     state has its own fixed set of paths, so the boundary is deterministic.
     """
     index = list(Start).index(start)
-    rng = random.Random(CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index)
+    seed: int | str = CALIBRATION_SEED * 1000 + max_samples * 10 + dof * 7 + index
     if estimator != "mean":
-        rng = random.Random(f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}")
+        seed = f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}"
     if first_keep != 1:
-        rng = random.Random(f"{rng.random()}/first-{first_keep}")
+        seed = f"{seed}/first-{first_keep}"
+    rng = random.Random(seed)
     prior = PRIOR_ATTEMPTS[start]
     # The candidates before: the first right after the keep, the others partial.
     boundaries = [

@@ -60,6 +60,8 @@ KNOWN_DOF = 1000
 # the samples that selected it are in the campaign. Those were kept for looking good, so a
 # spike among them is rare; drawing them from the stream would put one there too often.
 SELECTED = (0.0,)
+# What `choose` weighs: an estimator and the earliest candidate run a keep may come at.
+Option = tuple[str, int]
 
 
 def residuals(
@@ -165,6 +167,10 @@ class Learned:
     block: float  # the bootstrap's mean block length
     boundaries: tuple[float, float, float]  # by Start, in order
     first_keep: int = 1
+
+    @property
+    def option(self) -> Option:
+        return self.estimator, self.first_keep
 
     def efficacy(self, start: Start) -> float:
         return self.boundaries[list(Start).index(start)]
@@ -294,7 +300,7 @@ class Choice:
 
     learned: Learned
     shape: Shape
-    detectable: dict[str, float]  # by estimator: the gain it keeps 4 times in 5, in units
+    detectable: dict[Option, float]  # by option: the gain it keeps 4 times in 5, in units
 
 
 def detectable(rule: Rule, boundary: float, sigma: float) -> float:
@@ -329,11 +335,6 @@ def boundaries(rule: Rule, noise: Noise, learned: Learned) -> tuple[float, float
 FIRST_KEEPS = (1, 3)
 
 
-def option_name(estimator: str, first_keep: int) -> str:
-    """How one option `choose` weighs is named, in `Choice.detectable` and the switch."""
-    return estimator if first_keep == 1 else f"{estimator}/{first_keep}"
-
-
 def choose(
     rule: Rule,
     groups: Mapping[str, Sequence[float]],
@@ -350,18 +351,14 @@ def choose(
         return None
     count = residual_count(groups, selected)
     versions = list(groups.values())
-    held = (rule.estimator, rule.first_keep)
+    held: Option = (rule.estimator, rule.first_keep)
     # A fixed estimator (`noise = "symmetric"` or `"time"`) still weighs the first keep:
     # the user chose what a side's runs mean, not how early the noise lets a keep come.
     estimators = CHOICES if rule.adaptive else (rule.estimator,)
     options = [(e, k) for e in estimators for k in FIRST_KEEPS if k <= rule.max_samples]
-    if held not in options:
-        options.append(held)
-    results: dict[tuple[str, int], tuple[Learned, float, Noise]] = {}
+    results: dict[Option, tuple[Learned, float, Noise]] = {}
 
-    def calibrate(
-        option: tuple[str, int], noise: Noise, paths: int
-    ) -> tuple[Learned, float, Noise]:
+    def calibrate(option: Option, noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
         estimator, first_keep = option
         trial = replace(rule, name="sequential", estimator=estimator, first_keep=first_keep)
         scaled = [r / noise.sigma for r in found]
@@ -385,6 +382,4 @@ def choose(
         best = held
     if best != held:
         results[best] = calibrate(best, results[best][2], LEARN_PATHS)
-    return Choice(
-        results[best][0], Shape.of(found), {option_name(*o): r[1] for o, r in results.items()}
-    )
+    return Choice(results[best][0], Shape.of(found), {o: r[1] for o, r in results.items()})

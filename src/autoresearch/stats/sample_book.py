@@ -162,10 +162,7 @@ class SampleBook:
         self.learn()
         carried = self.carried(incumbent)
         learned = self.learned
-        if learned is not None and (learned.estimator, learned.first_keep) != (
-            self.rule.estimator,
-            self.rule.first_keep,
-        ):
+        if learned is not None and learned.option != (self.rule.estimator, self.rule.first_keep):
             learned = None
         return Comparison(
             self.rule,
@@ -206,10 +203,10 @@ class SampleBook:
         if choice is None:
             return
         self.shape = choice.shape
-        chosen = choice.learned
-        if (chosen.estimator, chosen.first_keep) != (self.rule.estimator, self.rule.first_keep):
+        estimator, first_keep = choice.learned.option
+        if (estimator, first_keep) != (self.rule.estimator, self.rule.first_keep):
             self.switches.append(switch_text(self.rule, choice))
-            self.rule = replace(self.rule, estimator=chosen.estimator, first_keep=chosen.first_keep)
+            self.rule = replace(self.rule, estimator=estimator, first_keep=first_keep)
         self.learned = choice.learned
 
     def prior(self, incumbent: str) -> list[float]:
@@ -226,29 +223,23 @@ NAMES = {
 
 
 def option_text(estimator: str, first_keep: int) -> str:
+    """One option `noise = "auto"` weighs, for a person."""
     name = NAMES[estimator]
     return name if first_keep == 1 else f"{name}, keeping from run {first_keep}"
 
 
-def switch_text(before: Rule, choice: Choice) -> str:
-    """Why `noise = "auto"` changed the estimator or the earliest keep, in one line."""
-    after = choice.learned
-    gains = ", ".join(
-        f"{option_text(*_option(name))} {gain:.3g}" for name, gain in choice.detectable.items()
-    )
-    return (
-        f"estimator: {option_label(before.estimator, before.first_keep)} -> "
-        f"{option_label(after.estimator, after.first_keep)}: the noise so far "
-        f"({choice.shape.describe()}) lets {option_text(after.estimator, after.first_keep)} "
-        f"detect the smallest gain at the false-keep rate calibrated on the campaign's own "
-        f"residuals (gains kept 4 times in 5: {gains})"
-    )
-
-
 def option_label(estimator: str, first_keep: int) -> str:
+    """One option, short: what a switch goes from and to."""
     return estimator if first_keep == 1 else f"{estimator} (keeps from run {first_keep})"
 
 
-def _option(name: str) -> tuple[str, int]:
-    estimator, _, first = name.partition("/")
-    return estimator, int(first or 1)
+def switch_text(before: Rule, choice: Choice) -> str:
+    """Why `noise = "auto"` changed the estimator or the earliest keep, in one line."""
+    after = choice.learned.option
+    gains = ", ".join(f"{option_text(*o)} {gain:.3g}" for o, gain in choice.detectable.items())
+    return (
+        f"estimator: {option_label(before.estimator, before.first_keep)} -> "
+        f"{option_label(*after)}: the noise so far ({choice.shape.describe()}) lets "
+        f"{option_text(*after)} detect the smallest gain at the false-keep rate calibrated on "
+        f"the campaign's own residuals (gains kept 4 times in 5: {gains})"
+    )
