@@ -189,12 +189,16 @@ def test_sequential_false_keep_rate_along_a_campaign_of_null_candidates(
         assert kept / attempts <= alpha + 3 * (alpha * (1 - alpha) / attempts) ** 0.5
 
 
-def test_a_later_first_keep_holds_the_false_keep_rate_and_keeps_nothing_earlier() -> None:
+@pytest.mark.parametrize("screen", [0.0, 16.0])
+def test_a_later_first_keep_holds_the_false_keep_rate_and_keeps_nothing_earlier(
+    screen: float,
+) -> None:
     """`first_keep` moves the earliest keep, and the boundary calibrated for it holds the
-    false-keep rate on a campaign of null candidates; a huge gain waits for its look."""
+    false-keep rate on a campaign of null candidates, with a spike screen sparing the looks
+    before it or without; a huge gain waits for its look."""
     rule = Rule("sequential", first_keep=3)
     rng = random.Random(12)
-    noise = Noise(sigma=1.0, dof=200)
+    noise = Noise(sigma=1.0, dof=200, screen=screen)
     attempts = kept = 0
     reference: list[float] = []
     for _ in range(4000):
@@ -212,6 +216,33 @@ def test_a_later_first_keep_holds_the_false_keep_rate_and_keeps_nothing_earlier(
     assert test.verdict is Verdict.KEEP and runs == 3
     with pytest.raises(ValueError, match="first_keep"):
         Rule("sequential", max_samples=4, first_keep=5)
+
+
+def run_sides(test: Comparison, candidate: list[float], incumbent: list[float]) -> int:
+    """Feed each side its runs in order until the verdict; the candidate runs taken."""
+    runs = {Side.CANDIDATE: iter(candidate), Side.INCUMBENT: iter(incumbent)}
+    taken = 0
+    while isinstance(side := test.next(), Side):
+        test.add(next(runs[side]))
+        taken += side is Side.CANDIDATE
+    return taken
+
+
+def test_runs_before_the_first_keep_do_not_drop_a_gain_for_a_loss_the_spikes_explain() -> None:
+    """Two frequency states 15 sigmas apart: a candidate 4 sigmas better whose first two
+    runs both fall in the slow state is kept once a run shows its level, not dropped as
+    "not better" on runs too few to keep on. A loss beyond the spike screen still drops a
+    candidate at once."""
+    rule = Rule("sequential", first_keep=3, estimator="time")
+    noise = Noise(sigma=1.0, dof=200, screen=16.0)
+    incumbent = [100.0 + 0.3 * (i % 3 - 1) for i in range(20)]
+    slow_first = [111.0, 111.2, 96.0, 96.1, 95.9, 96.0, 96.2, 95.8]
+    test = Comparison(rule, "minimize", incumbent[:8], noise, 8)
+    assert run_sides(test, slow_first, incumbent[8:]) == 3
+    assert test.verdict is Verdict.KEEP
+    test = Comparison(rule, "minimize", incumbent[:8], noise, 8)
+    assert run_sides(test, [120.0] * 8, incumbent[8:]) == 1
+    assert test.verdict is Verdict.DISCARD
 
 
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:

@@ -149,9 +149,10 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # can give another verdict on the same recorded samples (2: the boundary learned from the
 # campaign's own noise, a reference moved only by three agreeing runs, and under `auto` a
 # keep asked of the interleaved pairs too; 3: "confidently short of min_delta" allows what
-# the drop bar allows, and `auto` weighs a later first keep). `verify` holds a record to
-# today's rule only when today's judge wrote it.
-JUDGE_VERSION = 3
+# the drop bar allows, and `auto` weighs a later first keep; 4: the spike screen spares
+# every look before the first keep). `verify` holds a record to today's rule only when
+# today's judge wrote it.
+JUDGE_VERSION = 4
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
@@ -512,9 +513,11 @@ def _sequential(
         return (Verdict.KEEP if fresh >= 1 else Verdict.MORE), look
     factor, bar, share, projection = _geometry(k, n, max_samples, rule.first_keep)
     if noise.screen > 0:
-        if k <= screened_samples(rule.estimator):
+        if k <= max(screened_samples(rule.estimator), rule.first_keep - 1):
             # One spike on the candidate's first sample(s) must not drop a real gain: only
-            # a loss beyond the campaign's typical spike does.
+            # a loss beyond the campaign's typical spike does. Nor may runs too few to keep
+            # on (before `first_keep`, chosen where a side's first runs can all fall in a
+            # slow state) drop it for a loss its states explain.
             bar = min(bar, -noise.screen)
     elif k == 1 and g < -SPIKE_SIGMAS * noise.sigma:
         # A first run worse by more than the noise has shown (no spike screen yet) is as
