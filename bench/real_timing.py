@@ -11,14 +11,20 @@ to find: a scripted proposer offers, in an order shuffled per campaign, the two 
 remove them (each worth about 3% of the conversion, 5-8% together as `confirm` measured
 them beside the neighbour), three neutral renames and one slower change (two more deep
 copies, about 7%).
+`--weight N` puts each inefficiency in N times (the speedup removes all of them).
 `--neighbour` processes spin on the CPUs throughout.
+
+`--remedies` applies what the engine's "unstable benchmark" warning names: the metric
+converts the document `--inner` times and prints the median, by CPU time, pinned to one
+core (`taskset`), under `[metric] exclusive`. The neighbour is left where the scheduler puts
+it, as on a shared machine.
 
 Each campaign ends with `autoresearch confirm --repeat N --json` (the kept best against the
 baseline, interleaved pairs, the neighbour still running). Printed per campaign: the kept
 changes, whether confirm confirms the kept best, and whether the slower change was kept.
 
     python bench/real_timing.py [--campaigns 5] [--neighbour 1] [--pairs 10] [--clock wall|cpu]
-        [--sections 200]
+        [--sections 200] [--remedies [--inner 5]] [--weight 1]
 """
 
 from __future__ import annotations
@@ -80,9 +86,13 @@ for i in range({sections}):
     )
 doc = "".join(parts)
 converter = markdown.Markdown(extensions=["extra"])  # the imports are not the workload
-start = time.{clock}()
-converter.convert(doc)
-print(f"time_ms: {{1000 * (time.{clock}() - start):.3f}}")
+times = []
+for _ in range({inner}):
+    start = time.{clock}()
+    converter.convert(doc)
+    times.append(1000 * (time.{clock}() - start))
+times.sort()
+print(f"time_ms: {{times[len(times) // 2]:.3f}}")
 """
 
 PROPOSER = """\
@@ -111,11 +121,12 @@ scope = ["markdown"]
 harness = ["bench.py", "tests"]
 
 [metric]
-command = "python bench.py"
+command = "{metric}"
 direction = "minimize"
 pattern = 'time_ms: ([0-9.]+)'
 timeout = 120
 noise = "time"
+exclusive = {exclusive}
 
 [decision]
 rule = "auto"
@@ -160,7 +171,9 @@ def library(base: Path) -> Path:
     return next((base / "src").iterdir())
 
 
-def one_campaign(index: int, source: Path, base: Path, pairs: int, bench: str) -> dict[str, object]:
+def one_campaign(
+    index: int, source: Path, base: Path, pairs: int, bench: str, remedies: bool, weight: int
+) -> dict[str, object]:
     repo = base / f"markdown-{index}"
     repo.mkdir()
     shutil.copytree(source / "markdown", repo / "markdown")
@@ -169,7 +182,7 @@ def one_campaign(index: int, source: Path, base: Path, pairs: int, bench: str) -
     text = core.read_text()
     assert SERIALIZE in text and "import codecs\n" in text
     text = text.replace("import codecs\n", "import codecs\nimport copy\n", 1)
-    core.write_text(text.replace(SERIALIZE, COPY_LINE + CHECK_LINE + SERIALIZE, 1))
+    core.write_text(text.replace(SERIALIZE, (COPY_LINE + CHECK_LINE) * weight + SERIALIZE, 1))
     (repo / "bench.py").write_text(bench)
     order = list(PATCHES)
     random.Random(index).shuffle(order)
@@ -178,6 +191,8 @@ def one_campaign(index: int, source: Path, base: Path, pairs: int, bench: str) -
     (repo / "autoresearch.toml").write_text(
         CONFIG.format(
             attempts=len(plan),
+            metric="taskset -c 0 python bench.py" if remedies else "python bench.py",
+            exclusive="true" if remedies else "false",
             python=sys.executable,
             proposer=base / "propose.py",
             plan=base / f"plan-{index}.json",
@@ -239,9 +254,26 @@ def main() -> None:
         "the engine names for an unstable benchmark)",
     )
     parser.add_argument("--sections", type=int, default=200, help="the document's size")
+    parser.add_argument(
+        "--remedies",
+        action="store_true",
+        help="apply the remedies the engine's warning names: the median of --inner "
+        "conversions, CPU time, pinned to one core, [metric] exclusive",
+    )
+    parser.add_argument("--inner", type=int, default=5, help="conversions a run (--remedies)")
+    parser.add_argument(
+        "--weight",
+        type=int,
+        default=1,
+        help="how many times each inefficiency is put in (and each speedup removes): 1 "
+        "gives speedups of about 3%% each, 3 about 8%%",
+    )
     args = parser.parse_args()
+    if args.remedies:
+        args.clock = "cpu"
     clock = "perf_counter" if args.clock == "wall" else "process_time"
-    bench = BENCH.format(clock=clock, sections=args.sections)
+    inner = args.inner if args.remedies else 1
+    bench = BENCH.format(clock=clock, sections=args.sections, inner=inner)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ar-real-timing-") as tmp:
         base = Path(tmp)
@@ -250,7 +282,9 @@ def main() -> None:
         busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.neighbour)]
         try:
             for index in range(1, args.campaigns + 1):
-                row = one_campaign(index, source, base, args.pairs, bench)
+                row = one_campaign(
+                    index, source, base, args.pairs, bench, args.remedies, args.weight
+                )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         finally:
@@ -261,7 +295,10 @@ def main() -> None:
     slower = sum(1 for r in rows if r["slower_kept"])
     print(
         f"\n{len(rows)} campaigns on {PACKAGE} ({len(PATCHES)} patches each: 2 speedups, "
-        f"3 renames, 1 slower), {args.clock} time, beside {args.neighbour} busy process(es): "
+        f"3 renames, 1 slower), {args.clock} time"
+        + (f", median of {inner}, pinned, exclusive" if args.remedies else "")
+        + (f", inefficiencies x{args.weight}" if args.weight != 1 else "")
+        + f", beside {args.neighbour} busy process(es): "
         f"kept best confirmed "
         f"by `confirm --repeat {args.pairs}` in {confirmed}/{len(rows)}; campaigns that kept "
         f"the slower change: {slower}"
