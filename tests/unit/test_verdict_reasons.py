@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch.stats.decide import Comparison, Noise, Rule, Side, Verdict, explain
+from autoresearch.stats.decide import Comparison, Look, Noise, Rule, Side, Verdict, explain
 from conftest import Runner
 
 
@@ -107,6 +107,27 @@ def test_a_first_run_the_screen_lets_through_is_not_dropped_short_of_min_delta()
     test.add(12.0)
     assert test.verdict is Verdict.DISCARD
     assert explain(screened, test.verdict, test.look).startswith("screened out after 1 run")
+
+
+def test_a_drop_at_max_samples_names_what_the_keep_missed() -> None:
+    """At max_samples, a candidate whose sides' z reached the boundary was dropped for
+    something else a keep asks: the reason names it, never "z 2.84 < 2.09"."""
+    paired = Rule("sequential", max_samples=4, estimator="robust", pairs="both")
+
+    def last_look(gain: float, z: float, paired_z: float, min_delta: float) -> str:
+        look = Look(
+            4, 4, 4, gain, z, efficacy=2.09, ref_mean=10.0, threshold=min_delta, bar=0.0,
+            paired=paired_z, keep_z=min(z, paired_z),
+        )  # fmt: skip
+        return explain(paired, Verdict.DISCARD, look)
+
+    assert last_look(1.0, 2.84, 1.5, 0.0) == (
+        "the interleaved pairs' z 1.50 < 2.09 after 4 runs (max_samples; the sides' z 2.84)"
+    )
+    assert last_look(1.0, 2.84, 2.5, 1.2) == (
+        "gain 1 not above min_delta 1.2 after 4 runs (max_samples; z 2.84)"
+    )
+    assert last_look(0.5, 1.42, 2.5, 0.0) == "z 1.42 < 2.09 after 4 runs (max_samples)"
 
 
 def test_a_one_run_drop_against_a_single_reference_run_names_its_allowance() -> None:

@@ -817,7 +817,15 @@ def explain(rule: Rule, verdict: Verdict, look: Look | None) -> str:
     if short_of_min_delta(g, g / z, efficacy, bar, delta):
         return f"gain {g:.4g} confidently short of min_delta {delta:.4g} {runs}"
     if k >= rule.max_samples and look.fresh >= rule.max_samples:
-        return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
+        if z < efficacy:
+            return f"z {z:.2f} < {efficacy:.2f} {runs} (max_samples)"
+        # The sides' z reached the boundary: what else a keep asks was missing.
+        if look.paired is not None and look.paired < efficacy:
+            return (
+                f"the interleaved pairs' z {look.paired:.2f} < {efficacy:.2f} {runs} "
+                f"(max_samples; the sides' z {z:.2f})"
+            )
+        return f"gain {g:.4g} not above min_delta {delta:.4g} {runs} (max_samples; z {z:.2f})"
     return f"z {z:.2f} < futility bar {look.futility * efficacy:.2f} {runs}"
 
 
