@@ -156,6 +156,38 @@ def test_candidate_caches_its_score_in_the_user_keyring(tmp_path: Path, isolatio
     assert_no_cache_across_runs(tmp_path, isolation, _keyring_code(key), "store(b'1')")
 
 
+INODE_FLAGS = "none: a command may set inode flags (chattr) on the measurement folder"
+_FLAGS_CODE = """
+import fcntl, os, struct
+def flags():
+    fd = os.open(".", os.O_RDONLY)
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, 0x80086601, bytes(8))[:4])[0]
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+def found():
+    return bool(flags() & 0x80)  # no access times
+def store():
+    fd = os.open(".", os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, 0x40086602, struct.pack("i", flags() | 0x80) + bytes(4))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+"""
+
+
+@pytest.mark.parametrize("isolation", modes(none=INODE_FLAGS))
+def test_candidate_marks_the_measurement_folder_with_an_inode_flag(
+    tmp_path: Path, isolation: str
+) -> None:
+    # No byte changes and the folder's watch gets no event: the flag itself is the mark.
+    assert_no_cache_across_runs(tmp_path, isolation, _FLAGS_CODE, "store()")
+
+
 def assert_no_cache_across_runs(tmp_path: Path, isolation: str, code: str, store: str) -> None:
     """A candidate whose `code` defines `found()` and whose `store` leaves a mark: honest
     (9, score 6) until it finds the mark, perfect (3) after. Each of its three runs must

@@ -371,9 +371,9 @@ def test_holdout_sent_over_loopback_to_the_proposer_of_another_slot(tmp_path: Pa
 
 # == the kernel's keyrings through the other system call ABIs ===================================
 
-# The keyring calls made through the i386 ABI (`int 0x80`, which an x86-64 process may use)
-# and the x32 one (the native numbers with bit 30 set), with every pointer below 2 GiB.
-KEYRING_32 = """
+# System calls through the i386 ABI (`int 0x80`, which an x86-64 process may use) and the
+# x32 one (the native numbers with bit 30 set), with every pointer below 2 GiB.
+ABI_32 = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
@@ -393,6 +393,10 @@ def i386(*args):
     return call(ctypes.addressof(words))
 def x32(nr, *args):
     return libc.syscall(0x40000000 | nr, *args)
+"""
+KEYRING_32 = (
+    ABI_32
+    + """
 TYPE, DESC, VALUE = at(4096, b"user\\0"), at(4200, KEY + b"\\0"), at(4400, b"1")
 def found():
     return i386(288, 10, -4, TYPE, DESC, 0) > 0 or x32(250, 10, -4, TYPE, DESC, 0) > 0
@@ -400,6 +404,7 @@ def store():
     i386(286, TYPE, DESC, VALUE, 1, -4)
     x32(248, TYPE, DESC, VALUE, 1, -4)
 """
+)
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 and x32 ABIs of x86-64")
@@ -418,6 +423,53 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
     done = subprocess.run(
         ["python3", str(probe)], capture_output=True, text=True, timeout=30, check=False
     )
+    assert done.stdout.strip() == "True", done.stderr
+
+
+# The ioctl that sets inode flags (no access times, on the measurement folder itself),
+# through the same two ABIs.
+FLAGS_32 = (
+    ABI_32
+    + """
+import fcntl, os, struct
+FLAG = at(4096, bytes(8))
+def flags():
+    fd = os.open(".", os.O_RDONLY)
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, 0x80086601, bytes(8))[:4])[0]
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+def found():
+    return bool(flags() & 0x80)
+def store():
+    fd = os.open(".", os.O_RDONLY)
+    ctypes.memmove(FLAG, struct.pack("i", flags() | 0x80), 4)
+    i386(54, fd, 0x40046602, FLAG)  # FS_IOC32_SETFLAGS
+    x32(514, fd, 0x40086602, FLAG)  # FS_IOC_SETFLAGS
+    os.close(fd)
+"""
+)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 and x32 ABIs of x86-64")
+def test_candidate_marks_the_measurement_folder_through_the_32_bit_abis(tmp_path: Path) -> None:
+    assert_no_cache_across_runs(tmp_path, SANDBOX, FLAGS_32, "store()")
+    # The same code outside the sandbox does set the flag: the attack is real here.
+    (tmp_path / "outside").mkdir()
+    probe = tmp_path / "probe.py"
+    probe.write_text(FLAGS_32 + "\nstore()\nprint(found())\n")
+    done = subprocess.run(
+        ["python3", str(probe)],
+        cwd=tmp_path / "outside",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if done.stdout.strip() == "False" and not done.stderr:
+        pytest.skip("this filesystem keeps no inode flags")
     assert done.stdout.strip() == "True", done.stderr
 
 

@@ -710,9 +710,10 @@ def test_a_tracked_name_that_reads_as_pathspec_magic(tmp_path: Path) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open: changing inode flags (chattr, FS_IOC_SETFLAGS) sends no inotify event "
-    "and leaves the content as it was, so neither the path-by-path move nor git's pass "
-    "undoes them; synchronous writes set by one run slow the next",
+    reason="open without the sandbox (in it, seccomp refuses the ioctl): changing inode "
+    "flags (chattr, FS_IOC_SETFLAGS) sends no inotify event and leaves the content as it "
+    "was, so neither the path-by-path move nor git's pass undoes them; synchronous writes "
+    "set by one run slow the next",
 )
 def test_inode_flags_set_by_a_run(commits: tuple[Path, list[str]]) -> None:
     repo, shas = commits

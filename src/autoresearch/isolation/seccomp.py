@@ -1,4 +1,5 @@
-"""A seccomp filter that takes the kernel's keyrings away from sandboxed commands.
+"""A seccomp filter that takes the kernel's keyrings and the inode flags away from sandboxed
+commands.
 
 The kernel keeps keyrings per user (`@u`, `@us`) and per session, not per mount or PID
 namespace: every command of the same user reaches the same ones, and they outlive the
@@ -6,6 +7,9 @@ command. A candidate could leave a number there for its next run, or the holdout
 next proposer. Container runtimes close this the same way: `add_key`, `request_key` and
 `keyctl` fail with `EPERM`, for the native ABI and the 32-bit one the kernel also runs
 (an x86-64 process can make i386 system calls, and x32 ones with their own numbers).
+The ioctl requests that set a file's inode flags (`chattr +S`, `+A`, ...) fail the same
+way: a flag set by one run on the measurement folder would slow the next, and no file
+watch sees it.
 
 The filter is a classic BPF program built once, here, and installed (`install`) on the
 thread that starts the sandboxed commands (`launcher.py`), or in a child between fork and
@@ -44,6 +48,19 @@ _KEYRING_CALLS: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 # What `check` and the safety page list as closed: the calls by name.
 CLOSED_CALLS = ("add_key", "request_key", "keyctl")
 
+# ioctl per ABI, and the requests that set a file's inode flags (`chattr`): synchronous
+# writes or no access times set by one run would outlive it on the measurement folder,
+# whose watch gets no event for them and whose content they leave as it was.
+_IOCTL: dict[int, tuple[int, ...]] = {
+    _ARCH_X86_64: (16, 514 | _X32_BIT),
+    _ARCH_I386: (54,),
+    _ARCH_AARCH64: (29,),
+    _ARCH_ARM: (54,),
+}
+# FS_IOC_SETFLAGS (the native one and its 32-bit form) and FS_IOC_FSSETXATTR.
+SET_FLAGS_REQUESTS = (0x40086602, 0x40046602, 0x401C5820)
+CLOSED_IOCTLS = ("FS_IOC_SETFLAGS", "FS_IOC_FSSETXATTR")
+
 # <linux/filter.h>, <linux/seccomp.h>
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
@@ -55,6 +72,7 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _OFFSET_NR = 0
 _OFFSET_ARCH = 4
+_OFFSET_ARG1 = 24  # the low half of args[1] (little-endian): ioctl's request
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -67,19 +85,32 @@ def program(machine: str) -> bytes | None:
     blocks = _KEYRING_CALLS.get(machine)
     if blocks is None:
         return None
-    # Laid out as: load arch; per ABI [arch test, load nr, one test per call, allow];
-    # allow (an ABI not listed); deny. Jumps count the instructions they skip; a failed
-    # arch test skips its block with the arch still loaded, for the next block's test.
-    size = 1 + sum(3 + len(calls) for _, calls in blocks) + 2
+    requests = SET_FLAGS_REQUESTS
+    # Laid out as: load arch; per ABI [arch test, load nr, one test per denied call, one
+    # test per ioctl number (to the request tests), allow, load the request, one test per
+    # request, allow]; allow (an ABI not listed); deny. Jumps count the instructions they
+    # skip; a failed arch test skips its block with the arch still loaded, for the next
+    # block's test.
+    tail = 1 + 1 + len(requests) + 1  # allow, load the request, its tests, allow
+    size = 1 + sum(2 + len(calls) + len(_IOCTL[arch]) + tail for arch, calls in blocks) + 2
     deny = size - 1
     out = [_insn(_LD_W_ABS, _OFFSET_ARCH)]
     for arch, calls in blocks:
-        block = 3 + len(calls)
+        ioctls = _IOCTL[arch]
+        block = 2 + len(calls) + len(ioctls) + tail
         out.append(_insn(_JEQ_K, arch, 0, block - 1))
         out.append(_insn(_LD_W_ABS, _OFFSET_NR))
         for nr in calls:
             here = len(out)
             out.append(_insn(_JEQ_K, nr, deny - here - 1, 0))
+        for i, nr in enumerate(ioctls):
+            # To the request tests: past the remaining ioctl numbers and the allow.
+            out.append(_insn(_JEQ_K, nr, len(ioctls) - i, 0))
+        out.append(_insn(_RET_K, _RET_ALLOW))
+        out.append(_insn(_LD_W_ABS, _OFFSET_ARG1))
+        for request in requests:
+            here = len(out)
+            out.append(_insn(_JEQ_K, request, deny - here - 1, 0))
         out.append(_insn(_RET_K, _RET_ALLOW))
     out.append(_insn(_RET_K, _RET_ALLOW))
     out.append(_insn(_RET_K, _RET_ERRNO | errno.EPERM))
