@@ -59,7 +59,6 @@ _IOCTL: dict[int, tuple[int, ...]] = {
 }
 # FS_IOC_SETFLAGS (the native one and its 32-bit form) and FS_IOC_FSSETXATTR.
 SET_FLAGS_REQUESTS = (0x40086602, 0x40046602, 0x401C5820)
-CLOSED_IOCTLS = ("FS_IOC_SETFLAGS", "FS_IOC_FSSETXATTR")
 
 # <linux/filter.h>, <linux/seccomp.h>
 _LD_W_ABS = 0x20
@@ -85,13 +84,12 @@ def program(machine: str) -> bytes | None:
     blocks = _KEYRING_CALLS.get(machine)
     if blocks is None:
         return None
-    requests = SET_FLAGS_REQUESTS
     # Laid out as: load arch; per ABI [arch test, load nr, one test per denied call, one
     # test per ioctl number (to the request tests), allow, load the request, one test per
     # request, allow]; allow (an ABI not listed); deny. Jumps count the instructions they
     # skip; a failed arch test skips its block with the arch still loaded, for the next
     # block's test.
-    tail = 1 + 1 + len(requests) + 1  # allow, load the request, its tests, allow
+    tail = 1 + 1 + len(SET_FLAGS_REQUESTS) + 1  # allow, load the request, its tests, allow
     size = 1 + sum(2 + len(calls) + len(_IOCTL[arch]) + tail for arch, calls in blocks) + 2
     deny = size - 1
     out = [_insn(_LD_W_ABS, _OFFSET_ARCH)]
@@ -108,7 +106,7 @@ def program(machine: str) -> bytes | None:
             out.append(_insn(_JEQ_K, nr, len(ioctls) - i, 0))
         out.append(_insn(_RET_K, _RET_ALLOW))
         out.append(_insn(_LD_W_ABS, _OFFSET_ARG1))
-        for request in requests:
+        for request in SET_FLAGS_REQUESTS:
             here = len(out)
             out.append(_insn(_JEQ_K, request, deny - here - 1, 0))
         out.append(_insn(_RET_K, _RET_ALLOW))

@@ -86,6 +86,11 @@ class Rule:
         return abs(reference) * self.min_delta / 100.0 if self.percent else self.min_delta
 
     @property
+    def option(self) -> tuple[str, int]:
+        """What `noise = "auto"` chooses between: the estimator and the first keep."""
+        return self.estimator, self.first_keep
+
+    @property
     def baseline_samples(self) -> int:
         """Samples of the baseline (and the first batch of each candidate)."""
         if self.name == "repeats":

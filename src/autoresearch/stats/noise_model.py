@@ -351,7 +351,7 @@ def choose(
         return None
     count = residual_count(groups, selected)
     versions = list(groups.values())
-    held: Option = (rule.estimator, rule.first_keep)
+    held: Option = rule.option
     # A fixed estimator (`noise = "symmetric"` or `"time"`) still weighs the first keep:
     # the user chose what a side's runs mean, not how early the noise lets a keep come.
     estimators = CHOICES if rule.adaptive else (rule.estimator,)

@@ -162,7 +162,7 @@ class SampleBook:
         self.learn()
         carried = self.carried(incumbent)
         learned = self.learned
-        if learned is not None and learned.option != (self.rule.estimator, self.rule.first_keep):
+        if learned is not None and learned.option != self.rule.option:
             learned = None
         return Comparison(
             self.rule,
@@ -204,7 +204,7 @@ class SampleBook:
             return
         self.shape = choice.shape
         estimator, first_keep = choice.learned.option
-        if (estimator, first_keep) != (self.rule.estimator, self.rule.first_keep):
+        if choice.learned.option != self.rule.option:
             self.switches.append(switch_text(self.rule, choice))
             self.rule = replace(self.rule, estimator=estimator, first_keep=first_keep)
         self.learned = choice.learned
@@ -238,7 +238,7 @@ def switch_text(before: Rule, choice: Choice) -> str:
     after = choice.learned.option
     gains = ", ".join(f"{option_text(*o)} {gain:.3g}" for o, gain in choice.detectable.items())
     return (
-        f"estimator: {option_label(before.estimator, before.first_keep)} -> "
+        f"estimator: {option_label(*before.option)} -> "
         f"{option_label(*after)}: the noise so far ({choice.shape.describe()}) lets "
         f"{option_text(*after)} detect the smallest gain at the false-keep rate calibrated on "
         f"the campaign's own residuals (gains kept 4 times in 5: {gains})"
