@@ -209,23 +209,16 @@ def test_a_later_first_keep_holds_the_false_keep_rate_and_keeps_nothing_earlier(
         reference = [] if verdict is Verdict.KEEP else test.reference
     assert kept / attempts <= 0.05 + 3 * (0.05 * 0.95 / attempts) ** 0.5
     test = Comparison(rule, "minimize", [10.0] * 8, noise, 8)
-    runs = 0
-    while isinstance(side := test.next(), Side):
-        test.add(0.0 if side is Side.CANDIDATE else 10.0)
-        runs += side is Side.CANDIDATE
-    assert test.verdict is Verdict.KEEP and runs == 3
+    verdict, _ = evaluate_in_turn(test, lambda incumbent: 10.0 if incumbent else 0.0)
+    assert verdict is Verdict.KEEP and len(test.candidate) == 3
     with pytest.raises(ValueError, match="first_keep"):
         Rule("sequential", max_samples=4, first_keep=5)
 
 
-def run_sides(test: Comparison, candidate: list[float], incumbent: list[float]) -> int:
-    """Feed each side its runs in order until the verdict; the candidate runs taken."""
-    runs = {Side.CANDIDATE: iter(candidate), Side.INCUMBENT: iter(incumbent)}
-    taken = 0
-    while isinstance(side := test.next(), Side):
-        test.add(next(runs[side]))
-        taken += side is Side.CANDIDATE
-    return taken
+def in_order(candidate: list[float], incumbent: list[float]) -> Callable[[bool], float]:
+    """A `draw` for `evaluate_in_turn` that gives each side its runs in order."""
+    sides = {False: iter(candidate), True: iter(incumbent)}
+    return lambda is_incumbent: next(sides[is_incumbent])
 
 
 def test_runs_before_the_first_keep_do_not_drop_a_gain_for_a_loss_the_spikes_explain() -> None:
@@ -238,11 +231,11 @@ def test_runs_before_the_first_keep_do_not_drop_a_gain_for_a_loss_the_spikes_exp
     incumbent = [100.0 + 0.3 * (i % 3 - 1) for i in range(20)]
     slow_first = [111.0, 111.2, 96.0, 96.1, 95.9, 96.0, 96.2, 95.8]
     test = Comparison(rule, "minimize", incumbent[:8], noise, 8)
-    assert run_sides(test, slow_first, incumbent[8:]) == 3
-    assert test.verdict is Verdict.KEEP
+    verdict, _ = evaluate_in_turn(test, in_order(slow_first, incumbent[8:]))
+    assert verdict is Verdict.KEEP and len(test.candidate) == 3
     test = Comparison(rule, "minimize", incumbent[:8], noise, 8)
-    assert run_sides(test, [120.0] * 8, incumbent[8:]) == 1
-    assert test.verdict is Verdict.DISCARD
+    verdict, _ = evaluate_in_turn(test, in_order([120.0] * 8, incumbent[8:]))
+    assert verdict is Verdict.DISCARD and len(test.candidate) == 1
 
 
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
