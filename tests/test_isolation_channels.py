@@ -157,7 +157,8 @@ def test_candidate_caches_its_score_in_the_user_keyring(tmp_path: Path, isolatio
 
 
 INODE_FLAGS = "none: a command may set inode flags (chattr) on the measurement folder"
-_FLAGS_CODE = """
+# The measurement folder's own inode flags (FS_IOC_GETFLAGS), and the mark: no access times.
+FLAGS_FOUND = """
 import fcntl, os, struct
 def flags():
     fd = os.open(".", os.O_RDONLY)
@@ -168,7 +169,11 @@ def flags():
     finally:
         os.close(fd)
 def found():
-    return bool(flags() & 0x80)  # no access times
+    return bool(flags() & 0x80)
+"""
+_FLAGS_CODE = (
+    FLAGS_FOUND
+    + """
 def store():
     fd = os.open(".", os.O_RDONLY)
     try:
@@ -178,6 +183,7 @@ def store():
     finally:
         os.close(fd)
 """
+)
 
 
 @pytest.mark.parametrize("isolation", modes(none=INODE_FLAGS))

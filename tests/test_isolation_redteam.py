@@ -33,7 +33,7 @@ from test_isolation import (
     user_repo,
     user_state,
 )
-from test_isolation_channels import assert_no_cache_across_runs
+from test_isolation_channels import FLAGS_FOUND, assert_no_cache_across_runs
 
 SANDBOX = "bwrap"
 
@@ -430,19 +430,9 @@ def test_candidate_caches_its_score_in_the_keyring_through_the_32_bit_abis(
 # through the same two ABIs.
 FLAGS_32 = (
     ABI_32
+    + FLAGS_FOUND
     + """
-import fcntl, os, struct
 FLAG = at(4096, bytes(8))
-def flags():
-    fd = os.open(".", os.O_RDONLY)
-    try:
-        return struct.unpack("i", fcntl.ioctl(fd, 0x80086601, bytes(8))[:4])[0]
-    except OSError:
-        return 0
-    finally:
-        os.close(fd)
-def found():
-    return bool(flags() & 0x80)
 def store():
     fd = os.open(".", os.O_RDONLY)
     ctypes.memmove(FLAG, struct.pack("i", flags() | 0x80), 4)

@@ -79,6 +79,10 @@ FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
 OWNER_FLAGS = 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x400 | 0x10000 | 0x20000 | 0x800000
 
 
+def _inode_flags(fd: int) -> int:
+    return int(struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0])
+
+
 def _flags(path: Path) -> int:
     """The OWNER_FLAGS set on `path` (never followed), 0 where the filesystem has none."""
     try:
@@ -86,12 +90,11 @@ def _flags(path: Path) -> int:
     except OSError:
         return 0
     try:
-        raw = fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))
+        return _inode_flags(fd) & OWNER_FLAGS
     except OSError:
         return 0
     finally:
         os.close(fd)
-    return int(struct.unpack("i", raw[:4])[0]) & OWNER_FLAGS
 
 
 def listing(folder: Path) -> dict[str, object]:
@@ -212,8 +215,7 @@ def xattr_on_a_file(folder: Path) -> None:
 def _chattr(path: Path, flags: int) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        now = struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 8)[:4])[0]
-        fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("i", now | flags) + b"\0" * 4)
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("i", _inode_flags(fd) | flags) + bytes(4))
     finally:
         os.close(fd)
 
