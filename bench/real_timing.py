@@ -269,6 +269,8 @@ def main() -> None:
         "gives speedups of about 3%% each, 2 about 6%%, 3 about 9%%",
     )
     args = parser.parse_args()
+    if args.weight < 1 or args.inner < 1:
+        parser.error("--weight and --inner take a whole number of 1 or more")
     if args.remedies:
         args.clock = "cpu"
     clock = "perf_counter" if args.clock == "wall" else "process_time"
