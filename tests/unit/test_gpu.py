@@ -372,7 +372,7 @@ def test_a_timed_out_training_run_ends_whole(tmp_path: Path) -> None:
     measured, _ = run(ex, tmp_path, command, timeout=1.5)
     assert measured.outcome is Status.TIMEOUT
     # Killed processes take a moment to be gone from the kernel's table (their exit runs).
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 10
     while gpu.session_members(ex.last_session) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert gpu.session_members(ex.last_session) == set()

@@ -160,7 +160,7 @@ def test_a_sandbox_whose_engine_died_at_its_start_is_killed_by_the_next(
         timeout=60,
     )
     assert engine.returncode == -signal.SIGKILL, engine.stderr.decode()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not marked(token):  # the sandbox outlived its engine ...
         assert time.monotonic() < deadline, (tmp_path / "e").read_text()
         time.sleep(0.05)
