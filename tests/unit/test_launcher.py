@@ -276,3 +276,68 @@ def test_a_command_keeps_the_cores_its_callers_thread_is_pinned_to() -> None:
     assert started(
         launch, ["python3", "-c", "import os; print(len(os.sched_getaffinity(0)))"]
     ) == str(len(os.sched_getaffinity(0)))
+
+
+# Push a file out of the page cache, as a candidate could at the end of its run so that the
+# run after it (the incumbent's) reads the file from the disk: by fadvise, or by mapping
+# it and asking the kernel to page the mapping out.
+EVICT_PROBE = (
+    "import mmap, os, sys\n"
+    "fd = os.open(sys.argv[2], os.O_RDONLY)\n"
+    "try:\n"
+    "    if sys.argv[1] == 'fadvise':\n"
+    "        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+    "    else:\n"
+    "        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mm:\n"
+    "            sum(mm[i] for i in range(0, len(mm), mmap.PAGESIZE))\n"
+    "            mm.madvise(21)\n"  # MADV_PAGEOUT
+    "    print('done')\n"
+    "except PermissionError:\n"
+    "    print('refused')\n"
+)
+
+
+def resident(path: Path) -> float:
+    """The share of `path`'s pages in the page cache (mincore on a private mapping of it,
+    none of whose pages it touches)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    with path.open("rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE)
+        try:
+            anchor = ctypes.c_char.from_buffer(mm)
+            failed = libc.mincore(ctypes.addressof(anchor), size, vec)
+            del anchor
+        finally:
+            mm.close()
+    if failed:
+        raise OSError(ctypes.get_errno(), "mincore")
+    return sum(v & 1 for v in vec) / pages
+
+
+@pytest.mark.skipif(not KEYRINGS, reason="no seccomp filter here")
+@pytest.mark.parametrize("how", ["fadvise", "madvise"])
+def test_what_the_launcher_starts_cannot_push_a_file_out_of_the_page_cache(
+    tmp_path: Path, how: str
+) -> None:
+    """The promise: a file every run reads stays in the page cache whatever a run asks of
+    the kernel, so no run can make the next one read it from the disk."""
+    shared = tmp_path / "library.bin"
+    with shared.open("wb") as f:
+        f.write(os.urandom(4 << 20))
+        f.flush()
+        os.fsync(f.fileno())  # clean pages, as an installed library's are: evictable
+    shared.read_bytes()
+    assert resident(shared) > 0.99
+    argv = [sys.executable, "-c", EVICT_PROBE, how, str(shared)]
+    assert started(launcher.shared(True, SCOPE), argv) == "refused"
+    assert resident(shared) > 0.99
+    # The attack is real: the engine's own children (not filtered) push it out.
+    assert started(None, argv) == "done"
+    assert resident(shared) < 0.9

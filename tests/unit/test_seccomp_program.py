@@ -30,9 +30,11 @@ READS_FLAGS = (0x80086601, 0x80046601, 0x801C581F)  # their GET twins
 ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
 
 
-def run(program: bytes, nr: int, arch: int, arg1: int = 0) -> int:
-    """What the filter returns for one system call (struct seccomp_data, little-endian)."""
-    data = struct.pack("<iIQ6Q", nr, arch, 0, 0, arg1, 0, 0, 0, 0)
+def run(program: bytes, nr: int, arch: int, arg1: int = 0, args: tuple[int, ...] = ()) -> int:
+    """What the filter returns for one system call (struct seccomp_data, little-endian):
+    `arg1` its second argument, or `args` all six."""
+    values = list(args) + [0] * (6 - len(args)) if args else [0, arg1, 0, 0, 0, 0]
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *values)
     code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     pc, acc = 0, 0
     while True:
@@ -70,3 +72,49 @@ def test_the_filter_refuses_keyrings_and_setting_inode_flags_on_every_abi(machin
 
 def test_no_program_for_a_machine_whose_numbers_are_not_known() -> None:
     assert seccomp.program("riscv64") is None
+
+
+# Per ABI: the calls that push a file out of the page cache, with the index of the argument
+# that says so (fadvise's advice; madvise's), and io_uring_setup. From the kernels' tables.
+EVICTING = {
+    "x86_64": (
+        (0xC000003E, ((221, 3),), 28, 425),
+        (0xC000003E, ((221 | X32, 3),), 28 | X32, 425 | X32),
+        (0x40000003, ((250, 4), (272, 5)), 219, 425),
+    ),
+    "aarch64": (
+        (0xC00000B7, ((223, 3),), 233, 425),
+        (0x40000028, ((270, 1),), 220, 425),
+    ),
+}
+DONTNEED, NORMAL, SEQUENTIAL, WILLNEED = 4, 0, 2, 3
+COLD, PAGEOUT, MADV_DONTNEED, HUGEPAGE = 20, 21, 4, 14
+
+
+def args_with(index: int, value: int) -> tuple[int, ...]:
+    """Six arguments, `value` at `index`, small distinct numbers elsewhere."""
+    return tuple(value if i == index else 100 + i for i in range(6))
+
+
+@pytest.mark.parametrize("machine", sorted(EVICTING))
+def test_the_filter_refuses_pushing_files_out_of_the_page_cache_on_every_abi(
+    machine: str,
+) -> None:
+    program = seccomp.program(machine)
+    assert program is not None
+    for arch, fadvise, madvise, io_uring_setup in EVICTING[machine]:
+        for nr, index in fadvise:
+            assert run(program, nr, arch, args=args_with(index, DONTNEED)) == DENY, (arch, nr)
+            assert run(program, nr, arch, args=args_with(index, DONTNEED | 1 << 32)) == DENY
+            for advice in (NORMAL, SEQUENTIAL, WILLNEED):
+                assert run(program, nr, arch, args=args_with(index, advice)) == ALLOW
+            # DONTNEED's number in another argument (a file descriptor 4) is allowed.
+            other = (index + 1) % 6
+            assert run(program, nr, arch, args=args_with(other, DONTNEED)) == ALLOW
+        for advice in (COLD, PAGEOUT):
+            assert run(program, madvise, arch, args=args_with(2, advice)) == DENY, arch
+        for advice in (MADV_DONTNEED, HUGEPAGE, NORMAL):
+            assert run(program, madvise, arch, args=args_with(2, advice)) == ALLOW, arch
+        assert run(program, madvise, arch, args=args_with(1, PAGEOUT)) == ALLOW
+        assert run(program, io_uring_setup, arch) == DENY
+        assert run(program, io_uring_setup + 1, arch) == ALLOW

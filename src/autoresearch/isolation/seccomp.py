@@ -1,5 +1,5 @@
-"""A seccomp filter that takes the kernel's keyrings and the inode flags away from sandboxed
-commands.
+"""A seccomp filter that takes the kernel's keyrings, the inode flags and the eviction of
+other commands' files from the page cache away from sandboxed commands.
 
 The kernel keeps keyrings per user (`@u`, `@us`) and per session, not per mount or PID
 namespace: every command of the same user reaches the same ones, and they outlive the
@@ -9,7 +9,11 @@ next proposer. Container runtimes close this the same way: `add_key`, `request_k
 (an x86-64 process can make i386 system calls, and x32 ones with their own numbers).
 The ioctl requests that set a file's inode flags (`chattr +S`, `+A`, ...) fail the same
 way: a flag set by one run on the measurement folder would slow the next, and no file
-watch sees it.
+watch sees it. So do `posix_fadvise(POSIX_FADV_DONTNEED)` and `madvise(MADV_COLD,
+MADV_PAGEOUT)`, which push files that every run reads (the interpreter, its libraries, a
+data set) out of the page cache for free: a candidate that did so at the end of its run
+would make the incumbent's run after it read them from the disk, and look faster for it;
+and `io_uring_setup`, whose rings run fadvise and madvise past the filter.
 
 The filter is a classic BPF program built once, here, and installed (`install`) on the
 thread that starts the sandboxed commands (`launcher.py`), or in a child between fork and
@@ -34,31 +38,66 @@ _ARCH_AARCH64 = 0xC00000B7
 _ARCH_ARM = 0x40000028
 _X32_BIT = 0x40000000
 
-# add_key, request_key, keyctl per ABI, as each architecture's syscall table numbers them.
-_KEYRING_CALLS: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "x86_64": (
-        (_ARCH_X86_64, (248, 249, 250, 248 | _X32_BIT, 249 | _X32_BIT, 250 | _X32_BIT)),
-        (_ARCH_I386, (286, 287, 288)),
-    ),
-    "aarch64": (
-        (_ARCH_AARCH64, (217, 218, 219)),
-        (_ARCH_ARM, (309, 310, 311)),
-    ),
-}
 # What `check` and the safety page list as closed: the calls by name.
 CLOSED_CALLS = ("add_key", "request_key", "keyctl")
 
-# ioctl per ABI, and the requests that set a file's inode flags (`chattr`): synchronous
+# FS_IOC_SETFLAGS (the native one and its 32-bit form) and FS_IOC_FSSETXATTR: synchronous
 # writes or no access times set by one run would outlive it on the measurement folder,
 # whose watch gets no event for them and whose content they leave as it was.
-_IOCTL: dict[int, tuple[int, ...]] = {
-    _ARCH_X86_64: (16, 514 | _X32_BIT),
-    _ARCH_I386: (54,),
-    _ARCH_AARCH64: (29,),
-    _ARCH_ARM: (54,),
-}
-# FS_IOC_SETFLAGS (the native one and its 32-bit form) and FS_IOC_FSSETXATTR.
 SET_FLAGS_REQUESTS = (0x40086602, 0x40046602, 0x401C5820)
+# POSIX_FADV_DONTNEED, and MADV_COLD and MADV_PAGEOUT on a file's mapping: they push
+# files other commands read (the interpreter, its libraries, a data set) out of the page
+# cache, at no cost to the run that asks, and the run after it (the incumbent's, in a
+# comparison) reads them from the disk.
+EVICT_FILE = (4,)
+EVICT_MAPPING = (20, 21)
+# io_uring runs fadvise and madvise as operations of its own, past the filter: refused.
+_IO_URING_SETUP = 425
+
+# Per ABI: the calls refused outright, and the calls refused for some values of one
+# argument: (number, argument index, values), as each architecture's syscall table numbers
+# them. ioctl's request is its argument 1; fadvise's advice follows the 64-bit offset and
+# length, which the 32-bit ABIs pass in two registers each (ARM's puts the advice second).
+_Rule = tuple[int, int, tuple[int, ...]]
+_ABIS: dict[str, tuple[tuple[int, tuple[int, ...], tuple[_Rule, ...]], ...]] = {
+    "x86_64": (
+        # x32 shares the native ABI's audit arch, its numbers marked by _X32_BIT.
+        (
+            _ARCH_X86_64,
+            (248, 249, 250, _IO_URING_SETUP, *(nr | _X32_BIT for nr in (248, 249, 250, 425))),
+            (
+                (16, 1, SET_FLAGS_REQUESTS),
+                (221, 3, EVICT_FILE),
+                (28, 2, EVICT_MAPPING),
+                (514 | _X32_BIT, 1, SET_FLAGS_REQUESTS),
+                (221 | _X32_BIT, 3, EVICT_FILE),
+                (28 | _X32_BIT, 2, EVICT_MAPPING),
+            ),
+        ),
+        (
+            _ARCH_I386,
+            (286, 287, 288, _IO_URING_SETUP),
+            (
+                (54, 1, SET_FLAGS_REQUESTS),
+                (250, 4, EVICT_FILE),
+                (272, 5, EVICT_FILE),
+                (219, 2, EVICT_MAPPING),
+            ),
+        ),
+    ),
+    "aarch64": (
+        (
+            _ARCH_AARCH64,
+            (217, 218, 219, _IO_URING_SETUP),
+            ((29, 1, SET_FLAGS_REQUESTS), (223, 3, EVICT_FILE), (233, 2, EVICT_MAPPING)),
+        ),
+        (
+            _ARCH_ARM,
+            (309, 310, 311, _IO_URING_SETUP),
+            ((54, 1, SET_FLAGS_REQUESTS), (270, 1, EVICT_FILE), (220, 2, EVICT_MAPPING)),
+        ),
+    ),
+}
 
 # <linux/filter.h>, <linux/seccomp.h>
 _LD_W_ABS = 0x20
@@ -71,7 +110,12 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _OFFSET_NR = 0
 _OFFSET_ARCH = 4
-_OFFSET_ARG1 = 24  # the low half of args[1] (little-endian): ioctl's request
+
+
+def _offset_arg(index: int) -> int:
+    """Where the low half of args[index] sits in struct seccomp_data (little-endian): the
+    kernel takes these arguments as 32 bits, so the upper half changes nothing."""
+    return 16 + 8 * index
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -81,35 +125,40 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 def program(machine: str) -> bytes | None:
     """The filter for `machine` (`platform.machine()`), or None where its system call
     numbers are not known here."""
-    blocks = _KEYRING_CALLS.get(machine)
+    blocks = _ABIS.get(machine)
     if blocks is None:
         return None
-    # Laid out as: load arch; per ABI [arch test, load nr, one test per denied call, one
-    # test per ioctl number (to the request tests), allow, load the request, one test per
-    # request, allow]; allow (an ABI not listed); deny. Jumps count the instructions they
-    # skip; a failed arch test skips its block with the arch still loaded, for the next
-    # block's test.
-    tail = 1 + 1 + len(SET_FLAGS_REQUESTS) + 1  # allow, load the request, its tests, allow
-    size = 1 + sum(2 + len(calls) + len(_IOCTL[arch]) + tail for arch, calls in blocks) + 2
+
+    # Laid out as: load arch; per ABI [arch test, load nr, one test per call refused
+    # outright (to deny), one test per call refused by argument (to its argument block),
+    # allow, then per such call: load the argument, one test per value (to deny), allow];
+    # allow (an ABI not listed); deny. Jumps count the instructions they skip; a failed
+    # arch test skips its block with the arch still loaded, for the next block's test.
+    def size_of(calls: tuple[int, ...], rules: tuple[_Rule, ...]) -> int:
+        return 2 + len(calls) + len(rules) + 1 + sum(2 + len(v) for _, _, v in rules)
+
+    size = 1 + sum(size_of(calls, rules) for _, calls, rules in blocks) + 2
     deny = size - 1
     out = [_insn(_LD_W_ABS, _OFFSET_ARCH)]
-    for arch, calls in blocks:
-        ioctls = _IOCTL[arch]
-        block = 2 + len(calls) + len(ioctls) + tail
-        out.append(_insn(_JEQ_K, arch, 0, block - 1))
+    for arch, calls, rules in blocks:
+        out.append(_insn(_JEQ_K, arch, 0, size_of(calls, rules) - 1))
         out.append(_insn(_LD_W_ABS, _OFFSET_NR))
         for nr in calls:
-            here = len(out)
-            out.append(_insn(_JEQ_K, nr, deny - here - 1, 0))
-        for i, nr in enumerate(ioctls):
-            # To the request tests: past the remaining ioctl numbers and the allow.
-            out.append(_insn(_JEQ_K, nr, len(ioctls) - i, 0))
+            out.append(_insn(_JEQ_K, nr, deny - len(out) - 1, 0))
+        # Where each argument block starts: past the remaining tests and the allow.
+        starts = []
+        at = len(out) + len(rules) + 1
+        for _, _, values in rules:
+            starts.append(at)
+            at += 2 + len(values)
+        for (nr, _, _), start in zip(rules, starts, strict=True):
+            out.append(_insn(_JEQ_K, nr, start - len(out) - 1, 0))
         out.append(_insn(_RET_K, _RET_ALLOW))
-        out.append(_insn(_LD_W_ABS, _OFFSET_ARG1))
-        for request in SET_FLAGS_REQUESTS:
-            here = len(out)
-            out.append(_insn(_JEQ_K, request, deny - here - 1, 0))
-        out.append(_insn(_RET_K, _RET_ALLOW))
+        for _, index, values in rules:
+            out.append(_insn(_LD_W_ABS, _offset_arg(index)))
+            for value in values:
+                out.append(_insn(_JEQ_K, value, deny - len(out) - 1, 0))
+            out.append(_insn(_RET_K, _RET_ALLOW))
     out.append(_insn(_RET_K, _RET_ALLOW))
     out.append(_insn(_RET_K, _RET_ERRNO | errno.EPERM))
     assert len(out) == size
