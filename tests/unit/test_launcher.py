@@ -281,20 +281,36 @@ def test_a_command_keeps_the_cores_its_callers_thread_is_pinned_to() -> None:
 # Push a file out of the page cache, as a candidate could at the end of its run so that the
 # run after it (the incumbent's) reads the file from the disk: by fadvise, or by mapping
 # it and asking the kernel to page the mapping out.
-EVICT_PROBE = (
-    "import mmap, os, sys\n"
-    "fd = os.open(sys.argv[2], os.O_RDONLY)\n"
-    "try:\n"
-    "    if sys.argv[1] == 'fadvise':\n"
-    "        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
-    "    else:\n"
-    "        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mm:\n"
-    "            sum(mm[i] for i in range(0, len(mm), mmap.PAGESIZE))\n"
-    "            mm.madvise(21)\n"  # MADV_PAGEOUT
-    "    print('done')\n"
-    "except PermissionError:\n"
-    "    print('refused')\n"
-)
+EVICT_PROBE = """
+import ctypes, mmap, os, sys
+fd = os.open(sys.argv[2], os.O_RDONLY)
+PAGEOUT = 21
+try:
+    if sys.argv[1] == "fadvise":
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    else:
+        mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE)
+        sum(mm[i] for i in range(0, len(mm), mmap.PAGESIZE))  # mapped, as PAGEOUT needs
+        if sys.argv[1] == "madvise":
+            mm.madvise(PAGEOUT)
+        else:  # process_madvise on its own memory, by pidfd
+            class iovec(ctypes.Structure):
+                _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.syscall.restype = ctypes.c_long
+            anchor = ctypes.c_char.from_buffer(mm)
+            iov = iovec(ctypes.addressof(anchor), len(mm))
+            nr = {"x86_64": 440, "aarch64": 440}[os.uname().machine]
+            pidfd = os.pidfd_open(os.getpid())
+            if libc.syscall(ctypes.c_long(nr), ctypes.c_int(pidfd), ctypes.byref(iov),
+                            ctypes.c_size_t(1), ctypes.c_int(PAGEOUT), ctypes.c_uint(0)) < 0:
+                raise OSError(ctypes.get_errno(), "process_madvise")
+    print("done")
+except PermissionError:
+    print("refused")
+except OSError as e:
+    print("refused" if e.errno == 1 else f"failed {e}")
+"""
 
 
 def resident(path: Path) -> float:
@@ -322,7 +338,7 @@ def resident(path: Path) -> float:
 
 
 @pytest.mark.skipif(not KEYRINGS, reason="no seccomp filter here")
-@pytest.mark.parametrize("how", ["fadvise", "madvise"])
+@pytest.mark.parametrize("how", ["fadvise", "madvise", "process_madvise"])
 def test_what_the_launcher_starts_cannot_push_a_file_out_of_the_page_cache(
     tmp_path: Path, how: str
 ) -> None:

@@ -13,7 +13,7 @@ watch sees it. So do `posix_fadvise(POSIX_FADV_DONTNEED)` and `madvise(MADV_COLD
 MADV_PAGEOUT)`, which push files that every run reads (the interpreter, its libraries, a
 data set) out of the page cache for free: a candidate that did so at the end of its run
 would make the incumbent's run after it read them from the disk, and look faster for it;
-and `io_uring_setup`, whose rings run fadvise and madvise past the filter.
+and `process_madvise` and `io_uring_setup`, which reach the same past those two calls.
 
 The filter is a classic BPF program built once, here, and installed (`install`) on the
 thread that starts the sandboxed commands (`launcher.py`), or in a child between fork and
@@ -51,8 +51,12 @@ SET_FLAGS_REQUESTS = (0x40086602, 0x40046602, 0x401C5820)
 # comparison) reads them from the disk.
 EVICT_FILE = (4,)
 EVICT_MAPPING = (20, 21)
-# io_uring runs fadvise and madvise as operations of its own, past the filter: refused.
+# Refused outright: io_uring_setup (io_uring runs fadvise and madvise as operations of its
+# own, past the filter) and process_madvise (madvise on a process's memory, its own
+# included, by pidfd: MADV_PAGEOUT and MADV_COLD are what it is for).
 _IO_URING_SETUP = 425
+_PROCESS_MADVISE = 440
+_REFUSED = (_IO_URING_SETUP, _PROCESS_MADVISE)
 
 # Per ABI: the calls refused outright, and the calls refused for some values of one
 # argument: (number, argument index, values), as each architecture's syscall table numbers
@@ -64,7 +68,7 @@ _ABIS: dict[str, tuple[tuple[int, tuple[int, ...], tuple[_Rule, ...]], ...]] = {
         # x32 shares the native ABI's audit arch, its numbers marked by _X32_BIT.
         (
             _ARCH_X86_64,
-            (248, 249, 250, _IO_URING_SETUP, *(nr | _X32_BIT for nr in (248, 249, 250, 425))),
+            (248, 249, 250, *_REFUSED, *(nr | _X32_BIT for nr in (248, 249, 250, *_REFUSED))),
             (
                 (16, 1, SET_FLAGS_REQUESTS),
                 (221, 3, EVICT_FILE),
@@ -76,7 +80,7 @@ _ABIS: dict[str, tuple[tuple[int, tuple[int, ...], tuple[_Rule, ...]], ...]] = {
         ),
         (
             _ARCH_I386,
-            (286, 287, 288, _IO_URING_SETUP),
+            (286, 287, 288, *_REFUSED),
             (
                 (54, 1, SET_FLAGS_REQUESTS),
                 (250, 4, EVICT_FILE),
@@ -88,12 +92,12 @@ _ABIS: dict[str, tuple[tuple[int, tuple[int, ...], tuple[_Rule, ...]], ...]] = {
     "aarch64": (
         (
             _ARCH_AARCH64,
-            (217, 218, 219, _IO_URING_SETUP),
+            (217, 218, 219, *_REFUSED),
             ((29, 1, SET_FLAGS_REQUESTS), (223, 3, EVICT_FILE), (233, 2, EVICT_MAPPING)),
         ),
         (
             _ARCH_ARM,
-            (309, 310, 311, _IO_URING_SETUP),
+            (309, 310, 311, *_REFUSED),
             ((54, 1, SET_FLAGS_REQUESTS), (270, 1, EVICT_FILE), (220, 2, EVICT_MAPPING)),
         ),
     ),
