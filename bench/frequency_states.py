@@ -27,6 +27,8 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 
+from autoresearch.stats import robust
+
 Run = tuple[str, float, bool]  # side ("I" or "C"), value, slow state
 GAP = 15.0
 SPLIT = 10.0
@@ -44,14 +46,13 @@ def comparison(rng: random.Random, k: int, gain: float, switch: float) -> list[R
     return runs
 
 
-def _half(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    h = (len(ordered) + 1) // 2
-    return statistics.fmean(ordered[:h])
-
-
 def better_half(runs: list[Run]) -> float:
-    return _half([v for s, v, _ in runs if s == "I"]) - _half([v for s, v, _ in runs if s == "C"])
+    def side(name: str) -> float:
+        # The estimator's own location, its Gaussian offset left out (sigma 0): the same
+        # shift on both sides would cancel.
+        return robust.better_half([v for s, v, _ in runs if s == name], "minimize", 0.0)
+
+    return side("I") - side("C")
 
 
 def pairs_median(runs: list[Run]) -> float:

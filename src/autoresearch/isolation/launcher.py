@@ -114,8 +114,9 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 @cache
 def shared(keyrings: bool, scope: bool) -> Launcher:
-    """The launcher whose thread has the keyring filter (`keyrings`) and the Landlock scope
-    (`scope`) on; made at the first call with these settings, then reused."""
+    """The launcher whose thread has the seccomp filter (`keyrings`: the keyrings, inode
+    flags and page cache out of reach) and the Landlock scope (`scope`) on; made at the
+    first call with these settings, then reused."""
     # Each step sets no_new_privs on the thread first, as both kernel calls require.
     steps: list[Callable[[], None]] = []
     if keyrings:
