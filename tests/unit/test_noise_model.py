@@ -164,20 +164,46 @@ def test_noise_auto_switches_the_estimator_and_says_why() -> None:
     assert all(text.startswith("estimator: robust") for text in fixed.switches)
 
 
-def test_on_two_states_auto_keeps_from_a_later_run_and_says_why() -> None:
-    """Where runs sit in two states, one or two runs of a side can all fall in the slow
-    one, and a boundary that must hold at those looks is far above what later looks need:
-    `noise = "auto"` weighs a later first keep and takes it when it detects smaller gains,
-    and the switch says so."""
+def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None:
+    """Where runs sit in two speed states a fixed gap apart, `noise = "auto"` finds the gap
+    and compares the runs as one state would have measured them, and the switch says so.
+    A fixed estimator cannot fold: where one or two runs of a side can all fall in the
+    slow state, it keeps from a later run instead, and its switch says that."""
     book = SampleBook(AUTO, "minimize")
     null_campaign(two_states(2), 40, book)
-    assert book.rule.first_keep == 3, book.switches
-    assert any("keeps from run 3" in text for text in book.switches)
-    assert any("keeping from run 3" in text for text in book.switches)
-    # A fixed estimator stays, and its first keep follows the noise all the same.
+    assert book.rule.estimator == "states", book.switches
+    assert book.learned is not None and book.learned.gap == pytest.approx(15.0, rel=0.1)
+    assert any("within one speed state" in text for text in book.switches)
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
     null_campaign(two_states(2), 40, fixed)
     assert fixed.rule.estimator == "robust" and fixed.rule.first_keep == 3, fixed.switches
+    assert any("keeps from run 3" in text for text in fixed.switches)
+    assert any("keeping from run 3" in text for text in fixed.switches)
+
+
+def versions(noise: Iterator[float], count: int, runs: int) -> dict[str, list[float]]:
+    """`count` versions of the same code measured `runs` times each, one after another."""
+    return {f"v{i}": [next(noise) for _ in range(runs)] for i in range(count)}
+
+
+def test_the_gap_between_speed_states_is_found_and_nothing_else_is_taken_for_one() -> None:
+    """The states' gap is found from a few versions' runs; Gaussian noise, bursts of
+    contention of varied size and a machine that changed speed once (one version measured
+    across the change) have none."""
+    found = [noise_model.state_gap(versions(two_states(s), 5, 6), {}) for s in range(40)]
+    assert sum(g > 0 for g in found) >= 36, found
+    assert all(g == 0 or 13.0 < g < 17.0 for g in found), found
+    rng = random.Random(9)
+    quiet = [rng.gauss(100.0, 1.0) for _ in range(600)]
+    assert noise_model.state_gap(versions(iter(quiet), 20, 6), {}) == 0
+    bursts = [noise_model.state_gap(versions(long_bursts(s), 5, 6), {}) for s in range(40)]
+    assert sum(g > 0 for g in bursts) <= 2, bursts
+    shifted = {
+        "v0": [rng.gauss(100.0, 1.0) for _ in range(6)],
+        "v1": [rng.gauss(100.0, 1.0) for _ in range(4)] + [rng.gauss(110.0, 1.0) for _ in range(8)],
+        "v2": [rng.gauss(110.0, 1.0) for _ in range(6)],
+    }
+    assert noise_model.state_gap(shifted, {}) == 0
 
 
 class Bursty(DisturbedExecutor):

@@ -33,7 +33,6 @@ from autoresearch.stats.auto_rule import describe
 from autoresearch.stats.decide import (
     WANTED_GAIN_PCT,
     Look,
-    Pool,
     Rule,
     Side,
     Verdict,
@@ -270,7 +269,7 @@ class Evaluator:
         rule, samples = self.book.rule, self.book.groups.get(incumbent, [])
         if not samples:
             return "", None
-        pool = Pool.of(self.book.groups, incumbent, rule.estimator, self.direction)
+        pool = self.book.pool(incumbent)
         smallest = detectable_gain(rule, pool.noise([], []))
         level = robust.median(samples)
         if smallest is None or not level:

@@ -55,6 +55,8 @@ def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], directio
         "time": "the better half of each side's runs (noise = time: disturbances only make "
         "it worse)",
         "mean": "the plain means of each side's runs and their pooled standard deviation",
+        "states": "the clipped means of each side's runs folded into one of the machine's "
+        "speed states (the interleaved pairs tell which state a gain is in)",
     }.get(
         chosen.estimator,
         "means without the runs beyond 3 robust sigmas of the median, a MAD-based spread",

@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
 from typing import Literal, NamedTuple, Protocol
@@ -121,11 +122,14 @@ class Noise:
 
     Under a robust estimator `sigma` is the robust spread, `dof` its effective degrees of
     freedom, and `screen` how far worse (in sigmas) a first sample may look before the
-    candidate is dropped at once (0: the usual bar)."""
+    candidate is dropped at once (0: the usual bar). `gap` is the spacing of the machine's
+    speed states (CPU frequency states) the campaign has shown, in the metric's units, when
+    the estimator folds runs into one state (`robust.fold`); 0: none."""
 
     sigma: float
     dof: int
     screen: float = 0.0
+    gap: float = 0.0
 
 
 def gain(candidate: float, incumbent: float, direction: str) -> float:
@@ -155,9 +159,10 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # campaign's own noise, a reference moved only by three agreeing runs, and under `auto` a
 # keep asked of the interleaved pairs too; 3: "confidently short of min_delta" allows what
 # the drop bar allows, and `auto` weighs a later first keep; 4: the spike screen spares
-# every look before the first keep). `verify` holds a record to today's rule only when
-# today's judge wrote it.
-JUDGE_VERSION = 4
+# every look before the first keep; 5: `auto` weighs folding runs into one speed state
+# where the noise sits in states a fixed gap apart). `verify` holds a record to today's
+# rule only when today's judge wrote it.
+JUDGE_VERSION = 5
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
@@ -201,6 +206,7 @@ class Pool:
     incumbent: int | None = None
     estimator: str = "mean"
     direction: str = "minimize"
+    gap: float = 0.0  # the speed states' spacing under the `states` estimator
 
     @classmethod
     def of(
@@ -209,6 +215,7 @@ class Pool:
         incumbent: str,
         estimator: str = "mean",
         direction: str = "minimize",
+        gap: float = 0.0,
     ) -> Pool:
         keys = list(groups)
         return cls(
@@ -216,6 +223,7 @@ class Pool:
             keys.index(incumbent) if incumbent in groups else None,
             estimator,
             direction,
+            gap,
         )
 
     def noise(self, fresh: Sequence[float], candidate: Sequence[float]) -> Noise | None:
@@ -229,17 +237,25 @@ class Pool:
             groups.append(candidate)
         if self.estimator == "mean":
             return pooled_noise(groups)
-        return robust_noise(groups, self.estimator, self.direction)
+        return robust_noise(groups, self.estimator, self.direction, self.gap)
 
 
-def robust_noise(groups: Sequence[Sequence[float]], estimator: str, direction: str) -> Noise | None:
-    """The robust counterpart of `pooled_noise` (see `robust`), with the screen tolerance."""
+def robust_noise(
+    groups: Sequence[Sequence[float]], estimator: str, direction: str, gap: float = 0.0
+) -> Noise | None:
+    """The robust counterpart of `pooled_noise` (see `robust`), with the screen tolerance.
+    Under `states` each version's runs are folded into one speed state first: the noise
+    left is what a comparison within one state meets."""
+    if estimator != "states":
+        gap = 0.0
+    if gap > 0:
+        groups = [robust.fold_group(group, gap) for group in groups]
     found = robust.robust_sigma(groups, estimator, direction)
     if found is None:
         return None
     sigma, dof = found
     screen = robust.screen_tolerance(groups, estimator, direction, sigma)
-    return Noise(sigma, max(1, int(dof * robust.DOF_SHARE)), screen)
+    return Noise(sigma, max(1, int(dof * robust.DOF_SHARE)), screen, gap)
 
 
 def normal_cdf(z: float) -> float:
@@ -345,7 +361,7 @@ CALIBRATION_SEED = 20261129
 def screened_samples(estimator: str) -> int:
     """Up to how many candidate samples the spike tolerance applies: until one spike can
     no longer move the estimator (the better one of two under `time`, three for a median)."""
-    return {"time": 1, "median": 2, "robust": 2}.get(estimator, 0)
+    return {"time": 1, "median": 2, "robust": 2}.get(robust.base(estimator), 0)
 
 
 def futility_share(k: int, max_samples: int, first_keep: int = 1) -> float:
@@ -442,6 +458,7 @@ def judge(
     efficacy: float | None = None,
     open_walk: bool = False,
     pairs: Sequence[float] = (),
+    known: Sequence[float] = (),
 ) -> tuple[Verdict, Look | None]:
     """The rule's verdict on the samples so far, and what it looked at.
 
@@ -457,6 +474,8 @@ def judge(
     statistic falls below the futility bar, or after max_samples of each. The boundary is
     `efficacy` when given, else calibrated for the start state; `open_walk` judges with no
     boundary at all (never keep, no futility): only the stops no boundary changes.
+    `known` is what else the incumbent is known by (under `states`: which speed states
+    it has shown).
     """
     if not candidate or not reference:
         return Verdict.MORE, None
@@ -464,6 +483,12 @@ def judge(
     n = len(reference)
     if rule.name == "sequential" and rule.estimator != "mean":
         sigma = noise.sigma if noise is not None else 0.0
+        gap = noise.gap if noise is not None and rule.estimator == "states" else 0.0
+        if gap > 0:
+            return _within_states(
+                rule, direction, reference, candidate, fresh, noise, carried, efficacy,
+                open_walk, pairs, gap, known,
+            )  # fmt: skip
         ref_mean = robust.location(reference, rule.estimator, direction, sigma)
         level = robust.location(candidate, rule.estimator, direction, sigma)
         g = gain(level, ref_mean, direction)
@@ -491,6 +516,69 @@ def judge(
     return (Verdict.KEEP if g > threshold and g > 0 else Verdict.DISCARD), look
 
 
+def _within_states(
+    rule: Rule,
+    direction: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    fresh: int,
+    noise: Noise | None,
+    carried: int,
+    efficacy: float | None,
+    open_walk: bool,
+    pairs: Sequence[float],
+    gap: float,
+    known: Sequence[float] = (),
+) -> tuple[Verdict, Look]:
+    """The sequential verdict on a machine whose speed sits in states `gap` apart: both
+    sides' runs folded into one state, the fastest the incumbent has shown (in `reference`
+    and `known`, its other runs), so that a run in a slow state is compared as the fast one
+    would have measured it.
+
+    Folding alone cannot tell a gain from a loss one gap away (a change 10% slower looks
+    5% faster among states 15% apart). Two things can, and a keep asks both:
+    - the interleaved pairs: most pairs' two runs share a state, so their raw gains sit at
+      the true gain. The gain moves by the whole gaps that more pairs point to than point
+      to none, and a keep needs two or more pairs, more than point anywhere else, to agree;
+    - a candidate run in the fastest state at the level claimed for it: the slower
+      reading of its runs would put that run faster than any state. The fastest state is
+      known once the incumbent has shown two."""
+    sigma = noise.sigma if noise is not None else 0.0
+    worse_high = robust.worse_high(direction)
+    centre = robust.densest_half(reference)
+    states = [robust.state_of(x, centre, gap) for x in (*known, *reference)]
+    centre += (min(states) if worse_high else max(states)) * gap
+    ref_mean = robust.location(robust.fold(reference, centre, gap), "robust", direction, sigma)
+    # The candidate's runs are folded around their own centre, moved to the state nearest
+    # the reference's: a gain near half the gap must not split them between two states.
+    own = robust.fold([robust.densest_half(candidate)], centre, gap)[0]
+    level = robust.location(robust.fold(candidate, own, gap), "robust", direction, sigma)
+    g = gain(level, ref_mean, direction)
+    votes = Counter(robust.state_of(p, g, gap) for p in pairs)
+    # The nearest reading has a vote of its own unless the folded gain lies near half the
+    # gap, where noise decides which side it folds to; ties go to the smaller move. So one
+    # pair whose runs fell in different states moves nothing.
+    se = sigma * math.sqrt(1 / len(candidate) + 1 / len(reference))
+    nearest = abs(g) <= gap / 2 - 2 * se
+    votes[0] += nearest
+    shift, count = max(votes.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
+    if shift == 0:
+        count -= nearest
+    others = [n for k, n in votes.items() if k != shift]
+    agree = count >= 2 and count > max(others, default=0)
+    g += shift * gap
+    level += -shift * gap if worse_high else shift * gap
+    # How many states slower than the claimed level each candidate run is: 0 is a run in
+    # the fastest state, which the reading one gap slower cannot give.
+    seen = [robust.state_of(x, level, gap) * (1 if worse_high else -1) for x in candidate]
+    # Until the incumbent has shown a second state, its fastest may still be a slow one.
+    confirmed = agree and min(seen) == 0 and max(states) > min(states)
+    return _sequential(
+        rule, g, ref_mean, len(candidate), len(reference), fresh, noise, carried, efficacy,
+        open_walk, level, robust.fold(pairs, g, gap), ambiguous=not confirmed,
+    )  # fmt: skip
+
+
 def _sequential(
     rule: Rule,
     g: float,
@@ -504,6 +592,7 @@ def _sequential(
     open_walk: bool,
     level: float,
     pairs: Sequence[float] = (),
+    ambiguous: bool = False,
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
@@ -535,6 +624,9 @@ def _sequential(
     keep_z = z
     if paired is not None:
         keep_z = min(z, paired)
+    if ambiguous:
+        # The pairs do not say which speed state the gain is in: no keep yet.
+        keep_z = min(keep_z, 0.0)
     if open_walk:
         look = Look(
             k, n, fresh, g, z, share * projection, None, ref_mean, bar=bar, level=level,
@@ -725,11 +817,13 @@ class Comparison:
         scale = self._spike_scale()
         if scale <= 0:
             return None
+        gap = self._gap()
         if self._level is None:
-            self._level = robust.median(self.prior)
+            self._level = robust.densest_half(self.prior) if gap else robust.median(self.prior)
         level = self._level
-        spiked = [gain(v, level, self.direction) < -scale for v in self.reference]
-        spikes = [v for v, out in zip(self.reference, spiked, strict=True) if out]
+        values = robust.fold(self.reference, level, gap) if gap else self.reference
+        spiked = [gain(v, level, self.direction) < -scale for v in values]
+        spikes = [v for v, out in zip(values, spiked, strict=True) if out]
         # Agreeing spikes are a new level only once REFERENCE_SETTLED of them agree (two in
         # a row are what a burst of contention or a slow state gives), and only while it
         # lasts: when the latest run is back at the known level, they were a burst.
@@ -744,6 +838,13 @@ class Comparison:
         if not kept and self.set_aside >= SPIKE_RERUNS:
             return None  # nothing but spikes after the reruns: taken as they are
         return spiked
+
+    def _gap(self) -> float:
+        """The speed states' spacing runs are folded by (0: none)."""
+        source = self.noise_source
+        if self.rule.estimator != "states" or source is None:
+            return 0.0
+        return source.gap
 
     def _spike(self) -> bool:
         """The fresh run just added is left out as a spike."""
@@ -788,7 +889,8 @@ class Comparison:
             carried,
             self.efficacy,
             self.open_walk,
-            self.pair_gains() if self.rule.pairs != "off" else (),
+            self.pair_gains() if self.rule.pairs != "off" or self._gap() else (),
+            self.prior,
         )
 
 
@@ -1119,6 +1221,8 @@ def sequential_bounds(
     """The efficacy boundary on the t statistic of the gain."""
     rule = as_rule(rule)
     start = start_state(carried, rule.max_samples)
+    # On Gaussian draws there are no states to fold: `states` is `robust` there.
+    rule = replace(rule, estimator=robust.base(rule.estimator))
     if rule.estimator == "mean" and rule.pairs == "off" and rule.first_keep == 1:
         return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
     return calibrated_efficacy(

@@ -36,6 +36,7 @@ from autoresearch.stats.decide import (
     robust_noise,
     sequential_bounds,
 )
+from autoresearch.stats.robust import densest_half
 
 # A version's unbiased runs before they say something about the noise: with fewer, a
 # burst can hold most of them, and centring on their median would turn the clean runs
@@ -91,17 +92,6 @@ def residuals(
     return out
 
 
-def densest_half(runs: Sequence[float]) -> float:
-    """The mean of the half of `runs` that lies closest together (the shortest half): a
-    version's level however many of its runs a burst or a slow state moved, as long as
-    its undisturbed runs agree, where the median of four runs two of which were spiked
-    lies halfway to the spikes."""
-    ordered = sorted(runs)
-    h = (len(ordered) + 1) // 2
-    start = min(range(len(ordered) - h + 1), key=lambda i: (ordered[i + h - 1] - ordered[i], i))
-    return math.fsum(ordered[start : start + h]) / h
-
-
 @lru_cache(maxsize=128)
 def centred_scale(m: int) -> float:
     """The factor that gives the residuals of m Gaussian runs about their densest half
@@ -114,6 +104,59 @@ def centred_scale(m: int) -> float:
         centre = densest_half(runs)
         total += math.fsum((x - centre) ** 2 for x in runs) / m
     return math.sqrt(trials / total)
+
+
+# Speed states (`state_gap`): the share of a version's pairs of runs that must lie in
+# different states (each side of the split), how many gaps of the within-state spread
+# apart the states must be, how much wider than within a state the spread of the
+# between-state differences may be (a burst's losses vary; a frequency state's do not),
+# how many pairs of runs are needed, and in how many versions the states must show.
+STATE_SHARE = 0.15
+STATE_SEPARATION = 8.0
+STATE_TIGHTNESS = 1.5
+STATE_MIN_PAIRS = 12
+STATE_VERSIONS = 3
+
+
+def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> float:
+    """The spacing of the machine's speed states, in the metric's units, when the
+    campaign's runs sit in such states (two CPU frequency states); 0.0 when they do not.
+
+    Every two unbiased runs of one version differ by the noise within a state, or by the
+    gap between states plus that noise. The sorted differences are split at their widest
+    jump with at least STATE_SHARE on each side; states are found when the upper group
+    sits STATE_SEPARATION within-state sigmas out, is nearly as tight as the lower one
+    (bursts of contention differ by varied amounts, states by one) and comes from
+    STATE_VERSIONS versions or more (the machine's states show in every version measured
+    long enough; a burst in the one or two it overlaps, a change of the machine's speed
+    in the one measured across it)."""
+    diffs: list[tuple[float, str]] = []
+    for version, samples in groups.items():
+        # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
+        # slow state is one. A machine that changed speed once shows its gap in the one
+        # version measured across the change.
+        runs = list(samples)[selected.get(version, 0) :]
+        if len(runs) >= MIN_RUNS:
+            diffs.extend((abs(a - b), version) for i, a in enumerate(runs) for b in runs[i + 1 :])
+    n = len(diffs)
+    if n < STATE_MIN_PAIRS:
+        return 0.0
+    diffs.sort()
+    low = max(1, math.ceil(STATE_SHARE * n))
+    split = max(range(low, n - low + 1), key=lambda i: (diffs[i][0] - diffs[i - 1][0], -i))
+    within = [d for d, _ in diffs[:split]]
+    between = [d for d, _ in diffs[split:]]
+    # |a - b| of two runs in one state: half-normal with scale sigma * sqrt(2).
+    sigma = robust.median(within) / (robust.MAD_NORMAL * math.sqrt(2.0))
+    gap = robust.median(between)
+    spread = robust.median([abs(d - gap) for d in between]) / robust.MAD_NORMAL
+    if sigma <= 0 or gap < STATE_SEPARATION * sigma:
+        return 0.0
+    if spread > STATE_TIGHTNESS * math.sqrt(2.0) * sigma:
+        return 0.0
+    if len({version for _, version in diffs[split:]}) < STATE_VERSIONS:
+        return 0.0
+    return gap
 
 
 def _autocorrelation(values: Sequence[float], lag: int) -> float:
@@ -167,6 +210,7 @@ class Learned:
     block: float  # the bootstrap's mean block length
     boundaries: tuple[float, float, float]  # by Start, in order
     first_keep: int = 1
+    gap: float = 0.0  # the speed states' spacing the `states` estimator folds by
 
     @property
     def option(self) -> Option:
@@ -188,7 +232,12 @@ def residual_count(groups: Mapping[str, Sequence[float]], selected: Mapping[str,
 
 
 def learned_boundaries(
-    rule: Rule, scaled: Sequence[float], screen: float, count: int, paths: int = LEARN_PATHS
+    rule: Rule,
+    scaled: Sequence[float],
+    screen: float,
+    count: int,
+    paths: int = LEARN_PATHS,
+    gap: float = 0.0,
 ) -> Learned:
     """The efficacy boundary of each start state at which a null candidate is kept with
     probability at most 1 - confidence by `Comparison` itself, when the runs' noise is
@@ -198,7 +247,8 @@ def learned_boundaries(
     machine whose disturbances follow time, not the version measured. The states are
     calibrated in turn, each path a newly kept incumbent and the null candidates before
     the calibrated one (dropped at the boundaries already found), as `decide._calibrate`
-    does on Gaussian draws."""
+    does on Gaussian draws. `gap` is the speed states' spacing in the same units as
+    `scaled`, which the `states` estimator folds by."""
     sim = Rule(
         "sequential",
         max_samples=rule.max_samples,
@@ -209,7 +259,7 @@ def learned_boundaries(
     )
     values = tuple(scaled)
     block = block_length(values)
-    noise = Noise(1.0, KNOWN_DOF, screen)
+    noise = Noise(1.0, KNOWN_DOF, screen, gap if rule.estimator == "states" else 0.0)
     found: dict[Start, float] = {}
     for start in Start:
         before = [
@@ -237,8 +287,11 @@ def learned_boundaries(
 
 # What `noise = "auto"` chooses from, in order of preference on a tie: the clipped mean
 # (symmetric noise with spikes), the better half (disturbances on the worse side only),
-# the plain mean (noise whose every run is a draw of it: states, wide mixtures).
+# the plain mean (noise whose every run is a draw of it: states, wide mixtures). The
+# clipped mean of runs folded into one speed state is weighed too once the campaign's
+# runs show states a fixed gap apart (`state_gap`).
 CHOICES = ("robust", "time", "mean")
+STATES = "states"
 # A switch of estimator needs this much smaller a detectable gain than the one in force:
 # the estimate of each has Monte Carlo error, and flapping between them helps no one.
 SWITCH_MARGIN = 0.9
@@ -308,11 +361,13 @@ def detectable(rule: Rule, boundary: float, sigma: float) -> float:
     return (boundary + DETECT_POWER_Z) * sigma * math.sqrt(2.0 / rule.max_samples)
 
 
-def noise_of(groups: Sequence[Sequence[float]], estimator: str, direction: str) -> Noise | None:
+def noise_of(
+    groups: Sequence[Sequence[float]], estimator: str, direction: str, gap: float = 0.0
+) -> Noise | None:
     """The campaign's noise estimate as a comparison under `estimator` starts from it."""
     if estimator == "mean":
         return pooled_noise(groups)
-    return robust_noise(groups, estimator, direction)
+    return robust_noise(groups, estimator, direction, gap)
 
 
 def boundaries(rule: Rule, noise: Noise, learned: Learned) -> tuple[float, float, float]:
@@ -354,7 +409,10 @@ def choose(
     held: Option = rule.option
     # A fixed estimator (`noise = "symmetric"` or `"time"`) still weighs the first keep:
     # the user chose what a side's runs mean, not how early the noise lets a keep come.
-    estimators = CHOICES if rule.adaptive else (rule.estimator,)
+    estimators: tuple[str, ...] = CHOICES if rule.adaptive else (rule.estimator,)
+    gap = state_gap(groups, selected) if rule.adaptive else 0.0
+    if gap > 0:
+        estimators += (STATES,)
     options = [(e, k) for e in estimators for k in FIRST_KEEPS if k <= rule.max_samples]
     results: dict[Option, tuple[Learned, float, Noise]] = {}
 
@@ -362,14 +420,17 @@ def choose(
         estimator, first_keep = option
         trial = replace(rule, name="sequential", estimator=estimator, first_keep=first_keep)
         scaled = [r / noise.sigma for r in found]
-        learned = learned_boundaries(trial, scaled, noise.screen, count, paths)
+        learned = learned_boundaries(
+            trial, scaled, noise.screen, count, paths, noise.gap / noise.sigma
+        )
+        learned = replace(learned, gap=noise.gap)
         learned = replace(learned, boundaries=boundaries(trial, noise, learned))
         # Every start state's boundary counts: one right after each keep that only a
         # full reference escapes is paid at every keep.
         typical = math.fsum(learned.boundaries) / len(learned.boundaries)
         return learned, detectable(trial, typical, noise.sigma), noise
 
-    noises = {e: noise_of(versions, e, direction) for e in {e for e, _ in options}}
+    noises = {e: noise_of(versions, e, direction, gap) for e in {e for e, _ in options}}
     for option in options:
         noise = noises[option[0]]
         if noise is None or noise.sigma <= 0:

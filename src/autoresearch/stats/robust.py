@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-Estimator = Literal["mean", "median", "robust", "time"]
-ESTIMATORS: tuple[Estimator, ...] = ("mean", "median", "robust", "time")
+Estimator = Literal["mean", "median", "robust", "time", "states"]
+# "states" is the clipped mean of runs folded into one of the machine's speed states (see
+# `fold`): only `noise = "auto"` chooses it, once the campaign has shown the states.
+ESTIMATORS: tuple[Estimator, ...] = ("mean", "median", "robust", "time", "states")
 # `robust` and `time` average the samples that lie within this many robust sigmas of the
 # median (`robust`, both sides) or beyond the better half's mean only on the better side
 # plus this much on the worse one (`time`): on Gaussian noise almost every sample, so they
@@ -93,8 +95,15 @@ def better_half_offset(n: int) -> float:
     return total / h
 
 
+def base(estimator: str) -> str:
+    """The estimator a side's runs are averaged by: `states` averages its folded runs as
+    `robust` does."""
+    return "robust" if estimator == "states" else estimator
+
+
 def location(samples: Sequence[float], estimator: str, direction: str, sigma: float) -> float:
     """The number a side's samples stand for under `estimator`."""
+    estimator = base(estimator)
     if estimator == "median":
         return median(samples)
     if estimator in CLIP:
@@ -110,6 +119,7 @@ def inliers(samples: Sequence[float], estimator: str, direction: str, sigma: flo
     (both sides), or not beyond the better half's mean by more than CLIP on the worse side."""
     if sigma <= 0:
         return list(samples)
+    estimator = base(estimator)
     edge = CLIP[estimator] * sigma
     if estimator == "robust":
         center = median(samples)
@@ -171,6 +181,7 @@ def robust_sigma(
     statistic, which a minority of spiked versions cannot move), then the pooled standard
     deviation of the samples that `location` keeps at that spread (spikes left out), which
     on Gaussian noise is nearly as efficient as the plain one."""
+    estimator = base(estimator)
     pairs: list[tuple[float, float]] = []
     for group in groups:
         m = len(group)
@@ -207,6 +218,7 @@ def screen_tolerance(
     campaign's typical spike (their SCREEN_QUANTILE), rounded up to a calibrated step."""
     if sigma <= 0:
         return 0.0
+    estimator = base(estimator)
     worse: list[float] = []
     for group in groups:
         if len(group) < 2:
@@ -284,3 +296,35 @@ def change_point(samples: Sequence[float]) -> int:
         if z > best:
             best, cut = z, i
     return cut if best >= CHANGE_Z else 0
+
+
+def densest_half(runs: Sequence[float]) -> float:
+    """The mean of the half of `runs` that lies closest together (the shortest half): a
+    version's level however many of its runs a burst or a slow state moved, as long as
+    its undisturbed runs agree, where the median of four runs two of which were spiked
+    lies halfway to the spikes."""
+    ordered = sorted(runs)
+    h = (len(ordered) + 1) // 2
+    start = min(range(len(ordered) - h + 1), key=lambda i: (ordered[i + h - 1] - ordered[i], i))
+    return math.fsum(ordered[start : start + h]) / h
+
+
+def state_of(value: float, centre: float, gap: float) -> int:
+    """How many speed states `value` lies from the state of `centre` (states `gap` apart)."""
+    return round((value - centre) / gap)
+
+
+def fold(samples: Sequence[float], centre: float, gap: float) -> list[float]:
+    """The runs moved by whole state gaps into the state of `centre`: on a machine whose
+    speed sits in states `gap` apart (CPU frequency states), what each run would have
+    measured in that one state. A change smaller than half the gap keeps its size; a larger
+    one is taken for a smaller one in the next state (the interleaved pairs tell which,
+    see `decide`)."""
+    return [x - gap * state_of(x, centre, gap) for x in samples]
+
+
+def fold_group(group: Sequence[float], gap: float) -> list[float]:
+    """One version's runs folded into the state its densest half sits in."""
+    if gap <= 0 or len(group) < 2:
+        return list(group)
+    return fold(group, densest_half(group), gap)

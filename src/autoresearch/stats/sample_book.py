@@ -168,13 +168,18 @@ class SampleBook:
             self.rule,
             self.direction,
             self.reference(incumbent),
-            Pool.of(self.groups, incumbent, self.rule.estimator, self.direction),
+            self.pool(incumbent),
             carried,
             prior=self.prior(incumbent),
             efficacy=None
             if learned is None
             else learned.efficacy(start_state(carried, self.rule.max_samples)),
         )
+
+    def pool(self, incumbent: str) -> Pool:
+        """The runs the noise estimate pools, as a comparison against `incumbent` starts."""
+        gap = self.learned.gap if self.learned is not None else 0.0
+        return Pool.of(self.groups, incumbent, self.rule.estimator, self.direction, gap)
 
     def learns(self) -> bool:
         """Whether the boundary follows the campaign's own noise: `rule = "auto"` on a noisy
@@ -219,6 +224,7 @@ NAMES = {
     "robust": "the clipped mean",
     "time": "the better half (noise = time)",
     "mean": "the plain mean",
+    "states": "the clipped mean within one speed state",
 }
 
 
