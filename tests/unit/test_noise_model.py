@@ -172,7 +172,7 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     book = SampleBook(AUTO, "minimize")
     null_campaign(two_states(2), 40, book)
     assert book.rule.estimator == "states", book.switches
-    assert book.learned is not None and book.learned.gap == pytest.approx(15.0, rel=0.1)
+    assert book.learned is not None and book.learned.gap == pytest.approx(0.15, rel=0.1)
     assert any("within one speed state" in text for text in book.switches)
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
     null_campaign(two_states(2), 40, fixed)
@@ -192,7 +192,7 @@ def test_the_gap_between_speed_states_is_found_and_nothing_else_is_taken_for_one
     across the change) have none."""
     found = [noise_model.state_gap(versions(two_states(s), 5, 6), {}) for s in range(40)]
     assert sum(g > 0 for g in found) >= 36, found
-    assert all(g == 0 or 13.0 < g < 17.0 for g in found), found
+    assert all(g == 0 or 0.13 < g < 0.17 for g in found), found
     rng = random.Random(9)
     quiet = [rng.gauss(100.0, 1.0) for _ in range(600)]
     assert noise_model.state_gap(versions(iter(quiet), 20, 6), {}) == 0

@@ -123,8 +123,9 @@ class Noise:
     Under a robust estimator `sigma` is the robust spread, `dof` its effective degrees of
     freedom, and `screen` how far worse (in sigmas) a first sample may look before the
     candidate is dropped at once (0: the usual bar). `gap` is the spacing of the machine's
-    speed states (CPU frequency states) the campaign has shown, in the metric's units, when
-    the estimator folds runs into one state (`robust.fold`); 0: none."""
+    speed states (CPU frequency states) the campaign has shown, as a share of the level (a
+    run in the next state measures 1 + gap times as much), when the estimator folds runs
+    into one state (`robust.fold`); 0: none."""
 
     sigma: float
     dof: int
@@ -206,7 +207,7 @@ class Pool:
     incumbent: int | None = None
     estimator: str = "mean"
     direction: str = "minimize"
-    gap: float = 0.0  # the speed states' spacing under the `states` estimator
+    gap: float = 0.0  # the speed states' spacing (a share) under the `states` estimator
 
     @classmethod
     def of(
@@ -530,10 +531,10 @@ def _within_states(
     gap: float,
     known: Sequence[float] = (),
 ) -> tuple[Verdict, Look]:
-    """The sequential verdict on a machine whose speed sits in states `gap` apart: both
-    sides' runs folded into one state, the fastest the incumbent has shown (in `reference`
-    and `known`, its other runs), so that a run in a slow state is compared as the fast one
-    would have measured it.
+    """The sequential verdict on a machine whose speed sits in states a factor 1 + `gap`
+    apart: both sides' runs folded into one state, the fastest the incumbent has shown (in
+    `reference` and `known`, its other runs), so that a run in a slow state is compared as
+    the fast one would have measured it.
 
     Folding alone cannot tell a gain from a loss one gap away (a change 10% slower looks
     5% faster among states 15% apart). Two things can, and a keep asks both:
@@ -547,27 +548,30 @@ def _within_states(
     worse_high = robust.worse_high(direction)
     centre = robust.densest_half(reference)
     states = [robust.state_of(x, centre, gap) for x in (*known, *reference)]
-    centre += (min(states) if worse_high else max(states)) * gap
+    centre = robust.in_state(centre, -(min(states) if worse_high else max(states)), gap)
     ref_mean = robust.location(robust.fold(reference, centre, gap), "robust", direction, sigma)
     # The candidate's runs are folded around their own centre, moved to the state nearest
-    # the reference's: a gain near half the gap must not split them between two states.
+    # the reference's: a gain near half a state must not split them between two states.
     own = robust.fold([robust.densest_half(candidate)], centre, gap)[0]
     level = robust.location(robust.fold(candidate, own, gap), "robust", direction, sigma)
     g = gain(level, ref_mean, direction)
-    votes = Counter(robust.state_of(p, g, gap) for p in pairs)
-    # The nearest reading has a vote of its own unless the folded gain lies near half the
-    # gap, where noise decides which side it folds to; ties go to the smaller move. So one
-    # pair whose runs fell in different states moves nothing.
+    # One state, in the metric's units at the incumbent's level: what a pair whose runs
+    # fell in different states is off by.
+    step = gap * abs(centre)
+    votes = Counter(round((p - g) / step) for p in pairs)
+    # The nearest reading has a vote of its own unless the folded gain lies near half a
+    # state, where noise decides which side it folds to; ties go to the smaller move. So
+    # one pair whose runs fell in different states moves nothing.
     se = sigma * math.sqrt(1 / len(candidate) + 1 / len(reference))
-    nearest = abs(g) <= gap / 2 - 2 * se
+    nearest = abs(g) <= step / 2 - 2 * se
     votes[0] += nearest
     shift, count = max(votes.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
     if shift == 0:
         count -= nearest
     others = [n for k, n in votes.items() if k != shift]
     agree = count >= 2 and count > max(others, default=0)
-    g += shift * gap
-    level += -shift * gap if worse_high else shift * gap
+    level = robust.in_state(level, shift if worse_high else -shift, gap)
+    g = gain(level, ref_mean, direction)
     # How many states slower than the claimed level each candidate run is: 0 is a run in
     # the fastest state, which the reading one gap slower cannot give.
     seen = [robust.state_of(x, level, gap) * (1 if worse_high else -1) for x in candidate]
@@ -575,7 +579,8 @@ def _within_states(
     confirmed = agree and min(seen) == 0 and max(states) > min(states)
     return _sequential(
         rule, g, ref_mean, len(candidate), len(reference), fresh, noise, carried, efficacy,
-        open_walk, level, robust.fold(pairs, g, gap), ambiguous=not confirmed,
+        open_walk, level, [p - step * round((p - g) / step) for p in pairs],
+        ambiguous=not confirmed,
     )  # fmt: skip
 
 

@@ -92,6 +92,32 @@ def residuals(
     return out
 
 
+def state_residuals(
+    groups: Mapping[str, Sequence[float]], selected: Mapping[str, int], direction: str
+) -> tuple[list[float], float]:
+    """What the `states` estimator is calibrated on: each version's unbiased runs as the
+    logarithm of their ratio to the version's level (worse side positive), in the order
+    taken, and the typical level. A speed state multiplies a run whatever the code, so the
+    states sit at the same place in every version's ratios; and no version is split at a
+    change of level, which a stay in the slow state looks like. Empty when a run is not
+    positive."""
+    sign = 1.0 if robust.worse_high(direction) else -1.0
+    out: list[float] = []
+    levels: list[float] = []
+    for version, samples in groups.items():
+        runs = list(samples)[selected.get(version, 0) :]
+        m = len(runs)
+        if m < MIN_RUNS:
+            continue
+        centre = densest_half(runs)
+        if min(runs) <= 0 or centre <= 0:
+            return [], 0.0
+        levels.append(centre)
+        scale = centred_scale(min(m, 64))
+        out.extend(sign * math.log(x / centre) * scale for x in runs)
+    return out, robust.median(levels) if levels else 0.0
+
+
 @lru_cache(maxsize=128)
 def centred_scale(m: int) -> float:
     """The factor that gives the residuals of m Gaussian runs about their densest half
@@ -119,25 +145,30 @@ STATE_VERSIONS = 3
 
 
 def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> float:
-    """The spacing of the machine's speed states, in the metric's units, when the
-    campaign's runs sit in such states (two CPU frequency states); 0.0 when they do not.
+    """The spacing of the machine's speed states, as a share of the level (a run in the
+    slower of two CPU frequency states measures 1 + gap times as much), when the
+    campaign's runs sit in such states; 0.0 when they do not, or when a run is not
+    positive (no speed state explains it).
 
-    Every two unbiased runs of one version differ by the noise within a state, or by the
-    gap between states plus that noise. The sorted differences are split at their widest
-    jump with at least STATE_SHARE on each side; states are found when the upper group
-    sits STATE_SEPARATION within-state sigmas out, is nearly as tight as the lower one
-    (bursts of contention differ by varied amounts, states by one) and comes from
-    STATE_VERSIONS versions or more (the machine's states show in every version measured
-    long enough; a burst in the one or two it overlaps, a change of the machine's speed
-    in the one measured across it)."""
+    The logarithms of every two unbiased runs of one version differ by the noise within a
+    state, or by the gap between states plus that noise. The sorted differences are split
+    at their widest jump with at least STATE_SHARE on each side; states are found when the
+    upper group sits STATE_SEPARATION within-state sigmas out, is nearly as tight as the
+    lower one (bursts of contention differ by varied amounts, states by one) and comes
+    from STATE_VERSIONS versions or more (the machine's states show in every version
+    measured long enough; a burst in the one or two it overlaps, a change of the machine's
+    speed in the one measured across it)."""
     diffs: list[tuple[float, str]] = []
     for version, samples in groups.items():
         # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
-        # slow state is one. A machine that changed speed once shows its gap in the one
-        # version measured across the change.
+        # slow state is one.
         runs = list(samples)[selected.get(version, 0) :]
-        if len(runs) >= MIN_RUNS:
-            diffs.extend((abs(a - b), version) for i, a in enumerate(runs) for b in runs[i + 1 :])
+        if len(runs) < MIN_RUNS:
+            continue
+        if min(runs) <= 0:
+            return 0.0
+        logs = [math.log(x) for x in runs]
+        diffs.extend((abs(a - b), version) for i, a in enumerate(logs) for b in logs[i + 1 :])
     n = len(diffs)
     if n < STATE_MIN_PAIRS:
         return 0.0
@@ -156,7 +187,7 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
         return 0.0
     if len({version for _, version in diffs[split:]}) < STATE_VERSIONS:
         return 0.0
-    return gap
+    return math.expm1(gap)
 
 
 def _autocorrelation(values: Sequence[float], lag: int) -> float:
@@ -238,6 +269,7 @@ def learned_boundaries(
     count: int,
     paths: int = LEARN_PATHS,
     gap: float = 0.0,
+    level: float = 0.0,
 ) -> Learned:
     """The efficacy boundary of each start state at which a null candidate is kept with
     probability at most 1 - confidence by `Comparison` itself, when the runs' noise is
@@ -247,8 +279,9 @@ def learned_boundaries(
     machine whose disturbances follow time, not the version measured. The states are
     calibrated in turn, each path a newly kept incumbent and the null candidates before
     the calibrated one (dropped at the boundaries already found), as `decide._calibrate`
-    does on Gaussian draws. `gap` is the speed states' spacing in the same units as
-    `scaled`, which the `states` estimator folds by."""
+    does on Gaussian draws. Under the `states` estimator `scaled` are the runs themselves
+    about `level` (their states a factor 1 + `gap` apart), in units of the noise within a
+    state."""
     sim = Rule(
         "sequential",
         max_samples=rule.max_samples,
@@ -274,7 +307,8 @@ def learned_boundaries(
                 # Drawn as the path takes them: most paths end after a few runs.
                 yield noise, bootstrap(rng, values, block)
 
-        found[start] = critical_quantile(sim, before, drawn(), paths, SELECTED)
+        prior = (level,) if level else SELECTED
+        found[start] = critical_quantile(sim, before, drawn(), paths, prior)
     return Learned(
         count,
         rule.estimator,
@@ -411,7 +445,8 @@ def choose(
     # the user chose what a side's runs mean, not how early the noise lets a keep come.
     estimators: tuple[str, ...] = CHOICES if rule.adaptive else (rule.estimator,)
     gap = state_gap(groups, selected) if rule.adaptive else 0.0
-    if gap > 0:
+    relative, usual = state_residuals(groups, selected, direction) if gap else ([], 0.0)
+    if gap > 0 and usual > 0 and len(relative) >= LEARN_MIN:
         estimators += (STATES,)
     options = [(e, k) for e in estimators for k in FIRST_KEEPS if k <= rule.max_samples]
     results: dict[Option, tuple[Learned, float, Noise]] = {}
@@ -419,10 +454,17 @@ def choose(
     def calibrate(option: Option, noise: Noise, paths: int) -> tuple[Learned, float, Noise]:
         estimator, first_keep = option
         trial = replace(rule, name="sequential", estimator=estimator, first_keep=first_keep)
-        scaled = [r / noise.sigma for r in found]
-        learned = learned_boundaries(
-            trial, scaled, noise.screen, count, paths, noise.gap / noise.sigma
-        )
+        if estimator == STATES:
+            # Runs about a level of `centre` noise units, each its version's ratio to its
+            # level: the states multiply them as the machine does.
+            centre = usual / noise.sigma
+            scaled = [centre * math.exp(r) for r in relative]
+            learned = learned_boundaries(
+                trial, scaled, noise.screen, count, paths, noise.gap, centre
+            )
+        else:
+            scaled = [r / noise.sigma for r in found]
+            learned = learned_boundaries(trial, scaled, noise.screen, count, paths)
         learned = replace(learned, gap=noise.gap)
         learned = replace(learned, boundaries=boundaries(trial, noise, learned))
         # Every start state's boundary counts: one right after each keep that only a

@@ -310,17 +310,27 @@ def densest_half(runs: Sequence[float]) -> float:
 
 
 def state_of(value: float, centre: float, gap: float) -> int:
-    """How many speed states `value` lies from the state of `centre` (states `gap` apart)."""
-    return round((value - centre) / gap)
+    """How many speed states `value` lies above the state of `centre`, on a machine whose
+    states are a factor 1 + `gap` apart (a CPU frequency state makes every run take that
+    much longer, whatever the code: the gap scales with the level). 0 for a value or a
+    centre that is not positive, which no speed state explains."""
+    if value <= 0 or centre <= 0 or gap <= 0:
+        return 0
+    return round(math.log(value / centre) / math.log1p(gap))
+
+
+def in_state(value: float, states: int, gap: float) -> float:
+    """`value` as it would have measured `states` speed states lower."""
+    return value / (1.0 + gap) ** states
 
 
 def fold(samples: Sequence[float], centre: float, gap: float) -> list[float]:
-    """The runs moved by whole state gaps into the state of `centre`: on a machine whose
-    speed sits in states `gap` apart (CPU frequency states), what each run would have
-    measured in that one state. A change smaller than half the gap keeps its size; a larger
-    one is taken for a smaller one in the next state (the interleaved pairs tell which,
-    see `decide`)."""
-    return [x - gap * state_of(x, centre, gap) for x in samples]
+    """The runs moved by whole speed states into the state of `centre`: on a machine whose
+    speed sits in states a factor 1 + `gap` apart (CPU frequency states), what each run
+    would have measured in that one state. A change smaller than half a state keeps its
+    size; a larger one is taken for a smaller one in the next state (the interleaved
+    pairs tell which, see `decide`)."""
+    return [in_state(x, state_of(x, centre, gap), gap) for x in samples]
 
 
 def fold_group(group: Sequence[float], gap: float) -> list[float]:
