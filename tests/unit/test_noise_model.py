@@ -174,6 +174,7 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     assert book.rule.estimator == "states", book.switches
     assert book.learned is not None and book.learned.gap == pytest.approx(0.15, rel=0.1)
     assert any("within one speed state" in text for text in book.switches)
+    assert any("speed states 1" in text and "% apart" in text for text in book.switches)
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
     null_campaign(two_states(2), 40, fixed)
     assert fixed.rule.estimator == "robust" and fixed.rule.first_keep == 3, fixed.switches

@@ -63,12 +63,13 @@ def test_a_change_slower_by_more_than_half_the_gap_is_never_kept(
     assert kept == [], f"{len(kept)} of 300 kept (seeds {kept[:5]})"
 
 
-@pytest.mark.parametrize("faster", [2.0, 4.0, 5.0])
+@pytest.mark.parametrize("faster", [2.0, 4.0, 7.0])
 def test_a_real_gain_is_kept_at_its_size_whichever_state_its_runs_fell_in(faster: float) -> None:
-    """Gains up to a third of the gap are kept nearly as often as on a machine with one
-    state (a comparison whose two sides sat in different states all along cannot tell;
-    nearer half the gap, noise decides which way a run folds), and the level judged for a
-    kept candidate is its level in the fast state, not a state off."""
+    """Gains up to half the gap are kept nearly as often as on a machine with one state (a
+    comparison whose two sides sat in different states all along cannot tell; near half
+    the gap a run in the slow state folds onto a loss, and the pairs must say which it
+    is), and the level judged for a kept candidate is its level in the fast state, not a
+    state off."""
     kept = [t for s in range(200) if (t := compare(s, 100.0 - faster)).verdict is Verdict.KEEP]
     calm = sum(compare(s, 100.0 - faster, gap=0.0).verdict is Verdict.KEEP for s in range(200))
     assert len(kept) >= calm - 20, f"{len(kept)} of 200 kept, {calm} on one state"

@@ -164,6 +164,9 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # where the noise sits in states a fixed gap apart). `verify` holds a record to today's
 # rule only when today's judge wrote it.
 JUDGE_VERSION = 5
+# Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
+# larger one waits for the interleaved pairs to say which state it is in.
+STATE_NEAR = 3.0
 BASELINE_SAMPLES = 4
 # Unbiased samples of the incumbent needed before a candidate is compared with it; a
 # freshly kept incumbent is re-measured this often first.
@@ -559,11 +562,11 @@ def _within_states(
     # fell in different states is off by.
     step = gap * abs(centre)
     votes = Counter(round((p - g) / step) for p in pairs)
-    # The nearest reading has a vote of its own unless the folded gain lies near half a
-    # state, where noise decides which side it folds to; ties go to the smaller move. So
-    # one pair whose runs fell in different states moves nothing.
-    se = sigma * math.sqrt(1 / len(candidate) + 1 / len(reference))
-    nearest = abs(g) <= step / 2 - 2 * se
+    # The nearest reading has a vote of its own while the folded gain is within a third of
+    # a state (changes are mostly smaller than that); ties go to the smaller move. So one
+    # pair whose runs fell in different states moves nothing. Beyond it, noise and the
+    # size of the change decide which way a run folds, and the pairs alone say.
+    nearest = abs(g) <= step / STATE_NEAR
     votes[0] += nearest
     shift, count = max(votes.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))
     if shift == 0:
@@ -580,7 +583,7 @@ def _within_states(
     return _sequential(
         rule, g, ref_mean, len(candidate), len(reference), fresh, noise, carried, efficacy,
         open_walk, level, [p - step * round((p - g) / step) for p in pairs],
-        ambiguous=not confirmed,
+        ambiguous=not confirmed, unsettled=not (nearest or agree),
     )  # fmt: skip
 
 
@@ -598,6 +601,7 @@ def _sequential(
     level: float,
     pairs: Sequence[float] = (),
     ambiguous: bool = False,
+    unsettled: bool = False,
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
@@ -623,6 +627,10 @@ def _sequential(
         # likely a disturbance as the change: answered with another run, as a spiked
         # re-measurement of the incumbent is, not taken as the candidate's level.
         bar = -math.inf
+    if unsettled:
+        # Which speed state the gain is in is not known yet (`_within_states`): a loss
+        # read on it may be a gain one state over. Only the last run drops it.
+        bar, share = -math.inf, 0.0
     se = noise.sigma * factor
     z = g / se
     paired = paired_z(pairs, noise.sigma) if rule.pairs != "off" and pairs else None

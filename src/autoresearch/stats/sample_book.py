@@ -243,9 +243,12 @@ def switch_text(before: Rule, choice: Choice) -> str:
     """Why `noise = "auto"` changed the estimator or the earliest keep, in one line."""
     after = choice.learned.option
     gains = ", ".join(f"{option_text(*o)} {gain:.3g}" for o, gain in choice.detectable.items())
+    shape = choice.shape.describe()
+    if choice.learned.gap > 0:
+        shape += f"; speed states {100 * choice.learned.gap:.3g}% apart"
     return (
         f"estimator: {option_label(*before.option)} -> "
-        f"{option_label(*after)}: the noise so far ({choice.shape.describe()}) lets "
+        f"{option_label(*after)}: the noise so far ({shape}) lets "
         f"{option_text(*after)} detect the smallest gain at the false-keep rate calibrated on "
         f"the campaign's own residuals (gains kept 4 times in 5: {gains})"
     )
