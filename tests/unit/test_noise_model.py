@@ -189,9 +189,9 @@ def versions(noise: Iterator[float], count: int, runs: int) -> dict[str, list[fl
 
 def test_the_gap_between_speed_states_is_found_and_nothing_else_is_taken_for_one() -> None:
     """The states' gap is found from a few versions' runs; Gaussian noise, bursts of
-    contention of varied size and a machine that changed speed once (one version measured
-    across the change) have none."""
-    found = [noise_model.state_gap(versions(two_states(s), 5, 6), {}) for s in range(40)]
+    contention of varied size, a machine that changed speed once (one version measured
+    across the change) and a spike of one size on one run of each version have none."""
+    found = [noise_model.state_gap(versions(two_states(s), 8, 6), {}) for s in range(40)]
     assert sum(g > 0 for g in found) >= 36, found
     assert all(g == 0 or 0.13 < g < 0.17 for g in found), found
     rng = random.Random(9)
@@ -205,6 +205,12 @@ def test_the_gap_between_speed_states_is_found_and_nothing_else_is_taken_for_one
         "v2": [rng.gauss(110.0, 1.0) for _ in range(6)],
     }
     assert noise_model.state_gap(shifted, {}) == 0
+    # A cold cache right after each keep: the first run of every version 1.6 times as long.
+    spiked = {
+        f"v{i}": [160.0 + rng.gauss(0.0, 1.0)] + [rng.gauss(100.0, 1.0) for _ in range(5)]
+        for i in range(8)
+    }
+    assert noise_model.state_gap(spiked, {}) == 0
 
 
 class Bursty(DisturbedExecutor):

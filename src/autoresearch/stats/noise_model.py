@@ -142,6 +142,7 @@ STATE_SEPARATION = 8.0
 STATE_TIGHTNESS = 1.5
 STATE_MIN_PAIRS = 12
 STATE_VERSIONS = 3
+STATE_STAYS = 2
 
 
 def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> float:
@@ -154,10 +155,10 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     state, or by the gap between states plus that noise. The sorted differences are split
     at their widest jump with at least STATE_SHARE on each side; states are found when the
     upper group sits STATE_SEPARATION within-state sigmas out, is nearly as tight as the
-    lower one (bursts of contention differ by varied amounts, states by one) and comes
-    from STATE_VERSIONS versions or more (the machine's states show in every version
-    measured long enough; a burst in the one or two it overlaps, a change of the machine's
-    speed in the one measured across it)."""
+    lower one (bursts of contention differ by varied amounts, states by one), comes from
+    STATE_VERSIONS versions or more (the machine's states show in every version measured
+    long enough; a burst in the one or two it overlaps, a change of the machine's speed in
+    the one measured across it), and holds two runs or more of STATE_STAYS versions."""
     diffs: list[tuple[float, str]] = []
     for version, samples in groups.items():
         # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
@@ -186,6 +187,19 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     if spread > STATE_TIGHTNESS * math.sqrt(2.0) * sigma:
         return 0.0
     if len({version for _, version in diffs[split:]}) < STATE_VERSIONS:
+        return 0.0
+    # A state holds runs: in STATE_STAYS versions or more, two runs or more sit a state
+    # away from the version's level. One run a state away in each version is a spike that
+    # comes back (a cold cache right after each keep), not a state.
+    stays = 0
+    for version, samples in groups.items():
+        runs = list(samples)[selected.get(version, 0) :]
+        if len(runs) < MIN_RUNS:
+            continue
+        centre = math.log(densest_half(runs))
+        away = sum(1 for x in runs if abs(math.log(x) - centre) > gap / 2)
+        stays += away >= 2
+    if stays < STATE_STAYS:
         return 0.0
     return math.expm1(gap)
 
