@@ -235,7 +235,20 @@ def neutral(workspace: Path) -> Proposal:
     return Proposal(description="a neutral rename")
 
 
-def test_the_learned_shape_and_the_switch_reach_the_live_view_and_status(tmp_path: Path) -> None:
+class TwoStates(DisturbedExecutor):
+    """A machine with two speed states 15% apart: every metric run of any version is the
+    code's level (100) in the state the machine is in, in the order taken."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda workspace: 0.0)
+        self.noise = two_states(11)
+
+    def disturb(self, value: float, log_stem: Path) -> float:
+        return next(self.noise)
+
+
+def noisy_campaign(tmp_path: Path, executor: DisturbedExecutor) -> tuple[Path, list[object]]:
+    """Thirty neutral renames under the defaults (rule = auto, noise = auto) on `executor`."""
     repo = make_repo(
         tmp_path / "repo",
         {
@@ -258,10 +271,15 @@ def test_the_learned_shape_and_the_switch_reach_the_live_view_and_status(tmp_pat
     result = Engine(
         load_campaign(repo),
         proposer=ScriptedProposer(neutral),
-        executor=Bursty(),
+        executor=executor,
         on_event=events.append,
     ).run()
     assert result.exit_code == 0, result.message
+    return repo, events
+
+
+def test_the_learned_shape_and_the_switch_reach_the_live_view_and_status(tmp_path: Path) -> None:
+    repo, events = noisy_campaign(tmp_path, Bursty())
     said = [e.message for e in events if isinstance(e, Noted)]
     switches = [m for m in said if m.startswith("estimator: ")]
     assert switches, said
@@ -273,5 +291,21 @@ def test_the_learned_shape_and_the_switch_reach_the_live_view_and_status(tmp_pat
     text = "\n".join(status_lines(status))
     assert f"noise shape: {status['noise_shape']}" in text and switches[-1] in text
     # verify derives every verdict again, the learned boundary and the switch included.
+    report = verify_campaign(repo, state_dir, "toy")
+    assert report.ok, report.problems
+
+
+@pytest.mark.slow
+def test_speed_states_reach_status_and_verify_replays_the_folded_verdicts(tmp_path: Path) -> None:
+    """On a machine with two speed states the switch to folding says the gap, `status`
+    shows the states and the spread within one state (not the gap), and `verify` derives
+    every verdict again, the folded ones included."""
+    repo, events = noisy_campaign(tmp_path, TwoStates())
+    said = [e.message for e in events if isinstance(e, Noted)]
+    assert any("-> states" in m and "speed states 1" in m for m in said), said
+    state_dir = repo / ".autoresearch" / "toy"
+    status = campaign_status(state_dir)
+    assert "speed states" in status["noise_shape"], status["noise_shape"]
+    assert status["noise_robust_pct"] < 2.0, status["noise_robust_pct"]
     report = verify_campaign(repo, state_dir, "toy")
     assert report.ok, report.problems

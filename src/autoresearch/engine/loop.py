@@ -646,6 +646,7 @@ class Engine:
         self.state.update(
             decision=text,
             estimator=self.evaluator.rule.estimator,
+            speed_states=self.evaluator.speed_states() or None,
             detectable=detectable or None,
             noise_shape=shape,
             estimator_switches=switches,
@@ -671,6 +672,7 @@ class Engine:
         self.state.update(
             decision=self.evaluator.decision_text(),
             estimator=self.evaluator.rule.estimator,
+            speed_states=self.evaluator.speed_states() or None,
             noise_shape=shape,
             estimator_switches=switches,
         )

@@ -300,7 +300,18 @@ class Evaluator:
         """What the campaign's noise looks like so far (None before enough runs to learn
         it) and every change of estimator `noise = "auto"` made, with why, in order."""
         book = self.book
-        return (book.shape.describe() if book.shape else None), list(book.switches)
+        shape = book.shape.describe() if book.shape else None
+        gap = self.speed_states()
+        if shape and gap:
+            shape += f"; speed states {100 * gap:.3g}% apart (runs folded into the fastest)"
+        return shape, list(book.switches)
+
+    def speed_states(self) -> float:
+        """The speed states' spacing (a share of the level) runs are folded by, 0: none."""
+        book = self.book
+        if book.rule.estimator != "states" or book.learned is None:
+            return 0.0
+        return book.learned.gap
 
     @property
     def rule(self) -> Rule:

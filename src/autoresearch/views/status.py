@@ -12,7 +12,7 @@ from typing import Any
 
 from autoresearch.attempt import Status
 from autoresearch.learning.escalation import search_notes
-from autoresearch.stats.robust import ESTIMATORS, robust_sigma
+from autoresearch.stats.robust import ESTIMATORS, fold_group, robust_sigma
 from autoresearch.stats.sample_book import sample_groups
 from autoresearch.store.ledger import Ledger, StateFile
 from autoresearch.store.liveness import is_running, lock_holder
@@ -64,7 +64,12 @@ def campaign_status(state_dir: Path) -> dict[str, Any]:
     estimator = state.get("estimator")
     if estimator not in ESTIMATORS or estimator == "mean":
         estimator = "median"
-    robust = robust_sigma(list(sample_groups(records).values()), str(estimator), direction)
+    groups = list(sample_groups(records).values())
+    gap = state.get("speed_states")
+    if estimator == "states" and isinstance(gap, float) and gap > 0:
+        # The spread within one speed state, as the rule sees it.
+        groups = [fold_group(group, gap) for group in groups]
+    robust = robust_sigma(groups, str(estimator), direction)
     baseline = summary.get("baseline")
     summary["noise_robust"] = None if robust is None else robust[0]
     summary["noise_robust_pct"] = (
