@@ -115,6 +115,17 @@ def test_without_a_gap_the_estimator_is_the_clipped_mean() -> None:
     )
 
 
+def test_runs_that_are_not_positive_are_judged_unfolded() -> None:
+    """No speed state makes a run zero or negative: such a comparison is the clipped
+    mean's, not a fold that would divide by the level."""
+    reference, candidate = [0.0, 1.0, -0.5, 0.4], [-2.0, -2.5, -1.6]
+    robust_rule = Rule("sequential", max_samples=8, estimator="robust", pairs="both")
+    pairs = [2.0, 3.5, 1.1]
+    assert judge(STATES, "minimize", reference, candidate, 3, NOISE, 1, 2.0, pairs=pairs) == judge(
+        robust_rule, "minimize", reference, candidate, 3, NOISE, 1, 2.0, pairs=pairs
+    )
+
+
 def test_folding_keeps_a_run_in_its_state_and_moves_others_by_whole_gaps() -> None:
     # States a factor 1.15 apart: 100, 115, 132.25; 86.96 below.
     assert robust.fold([100.4, 115.2, 132.4, 87.1], 100.0, GAP) == pytest.approx(

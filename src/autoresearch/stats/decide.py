@@ -488,7 +488,8 @@ def judge(
     if rule.name == "sequential" and rule.estimator != "mean":
         sigma = noise.sigma if noise is not None else 0.0
         gap = noise.gap if noise is not None and rule.estimator == "states" else 0.0
-        if gap > 0:
+        # A run that is not positive is no speed state's: such runs are judged unfolded.
+        if gap > 0 and min(*reference, *candidate) > 0:
             return _within_states(
                 rule, direction, reference, candidate, fresh, noise, carried, efficacy,
                 open_walk, pairs, gap, known,
