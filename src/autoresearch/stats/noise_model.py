@@ -133,13 +133,11 @@ def centred_scale(m: int) -> float:
 
 
 # Speed states (`state_gap`): the share of a version's pairs of runs that must lie in
-# different states and in one state (the two sides of the split), how many gaps of the
-# within-state spread apart the states must be, how much wider than within a state the
-# spread of the between-state differences may be (a burst's losses vary; a frequency
-# state's do not), how many pairs of runs are needed, and in how many versions the
-# states must show.
+# different states (each side of the split), how many gaps of the within-state spread
+# apart the states must be, how much wider than within a state the spread of the
+# between-state differences may be (a burst's losses vary; a frequency state's do not),
+# how many pairs of runs are needed, and in how many versions the states must show.
 STATE_SHARE = 0.15
-STATE_WITHIN = 0.3
 STATE_SEPARATION = 8.0
 STATE_TIGHTNESS = 1.5
 STATE_MIN_PAIRS = 12
@@ -155,15 +153,13 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
 
     The logarithms of every two unbiased runs of one version differ by the noise within a
     state, or by the gap between states plus that noise. The sorted differences are split
-    at their widest jump with STATE_WITHIN below it and STATE_SHARE above it at least.
-    States are found when the upper group sits STATE_SEPARATION within-state sigmas out
-    (the sigma from the lower group's 90% quantile: on a split of noise alone, that is the
-    split itself), is nearly as tight as the lower one (bursts of contention differ by
-    varied amounts, states by one), comes from STATE_VERSIONS versions or more (the
-    machine's states show in every version measured long enough; a burst in the one or
-    two it overlaps, a change of the machine's speed in the one measured across it), and
-    holds two runs of a version measured MIN_RUNS times or more (one spike of one size on
-    each version is no state)."""
+    at their widest jump with at least STATE_SHARE on each side; states are found when the
+    upper group sits STATE_SEPARATION within-state sigmas out, is nearly as tight as the
+    lower one (bursts of contention differ by varied amounts, states by one), comes from
+    STATE_VERSIONS versions or more (the machine's states show in every version measured
+    long enough; a burst in the one or two it overlaps, a change of the machine's speed in
+    the one measured across it), and holds two runs or more of a version measured
+    MIN_RUNS times or more (one spike of one size on each version is no state)."""
     diffs: list[tuple[float, str]] = []
     for version, samples in groups.items():
         # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
@@ -181,16 +177,12 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     if n < STATE_MIN_PAIRS:
         return 0.0
     diffs.sort()
-    # Most pairs of runs share a state; the smallest differences alone would make the
-    # noise within one look far smaller than it is.
-    low, high = max(1, math.ceil(STATE_WITHIN * n)), max(1, math.ceil(STATE_SHARE * n))
-    split = max(range(low, n - high + 1), key=lambda i: (diffs[i][0] - diffs[i - 1][0], -i))
+    low = max(1, math.ceil(STATE_SHARE * n))
+    split = max(range(low, n - low + 1), key=lambda i: (diffs[i][0] - diffs[i - 1][0], -i))
     within = [d for d, _ in diffs[:split]]
     between = [d for d, _ in diffs[split:]]
-    # |a - b| of two runs in one state: half-normal with scale sigma * sqrt(2), whose 90%
-    # quantile is 1.645 of it. A high quantile, not the median: a split of Gaussian noise
-    # leaves its smallest differences below, whose median says far less than the noise.
-    sigma = within[int(0.9 * (len(within) - 1))] / (1.6449 * math.sqrt(2.0))
+    # |a - b| of two runs in one state: half-normal with scale sigma * sqrt(2).
+    sigma = robust.median(within) / (robust.MAD_NORMAL * math.sqrt(2.0))
     gap = robust.median(between)
     spread = robust.median([abs(d - gap) for d in between]) / robust.MAD_NORMAL
     if sigma <= 0 or gap < STATE_SEPARATION * sigma:
