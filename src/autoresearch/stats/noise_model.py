@@ -142,7 +142,7 @@ STATE_SEPARATION = 8.0
 STATE_TIGHTNESS = 1.5
 STATE_MIN_PAIRS = 12
 STATE_VERSIONS = 3
-STATE_STAYS = 1
+STATE_STAYS = 2
 
 
 def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> float:
@@ -158,16 +158,13 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     lower one (bursts of contention differ by varied amounts, states by one), comes from
     STATE_VERSIONS versions or more (the machine's states show in every version measured
     long enough; a burst in the one or two it overlaps, a change of the machine's speed in
-    the one measured across it), and holds two runs or more of a version measured
-    MIN_RUNS times or more (one spike of one size on each version is no state)."""
+    the one measured across it), and holds two runs or more of STATE_STAYS versions."""
     diffs: list[tuple[float, str]] = []
     for version, samples in groups.items():
         # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
         # slow state is one.
-        # Every version with two runs counts: the candidates a comparison dropped early
-        # are most of a campaign's versions, and their runs show the states too.
         runs = list(samples)[selected.get(version, 0) :]
-        if len(runs) < 2:
+        if len(runs) < MIN_RUNS:
             continue
         if min(runs) <= 0:
             return 0.0
