@@ -646,7 +646,7 @@ class Engine:
         self.state.update(
             decision=text,
             estimator=self.evaluator.rule.estimator,
-            speed_states=self.evaluator.speed_states() or None,
+            speed_states=self.evaluator.book.gap or None,
             detectable=detectable or None,
             noise_shape=shape,
             estimator_switches=switches,
@@ -672,7 +672,7 @@ class Engine:
         self.state.update(
             decision=self.evaluator.decision_text(),
             estimator=self.evaluator.rule.estimator,
-            speed_states=self.evaluator.speed_states() or None,
+            speed_states=self.evaluator.book.gap or None,
             noise_shape=shape,
             estimator_switches=switches,
         )

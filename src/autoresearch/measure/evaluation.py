@@ -40,7 +40,7 @@ from autoresearch.stats.decide import (
     estimate,
     explain,
 )
-from autoresearch.stats.sample_book import SampleBook
+from autoresearch.stats.sample_book import SampleBook, states_text
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -300,18 +300,8 @@ class Evaluator:
         """What the campaign's noise looks like so far (None before enough runs to learn
         it) and every change of estimator `noise = "auto"` made, with why, in order."""
         book = self.book
-        shape = book.shape.describe() if book.shape else None
-        gap = self.speed_states()
-        if shape and gap:
-            shape += f"; speed states {100 * gap:.3g}% apart (runs folded into the fastest)"
+        shape = book.shape.describe() + states_text(book.gap) if book.shape else None
         return shape, list(book.switches)
-
-    def speed_states(self) -> float:
-        """The speed states' spacing (a share of the level) runs are folded by, 0: none."""
-        book = self.book
-        if book.rule.estimator != "states" or book.learned is None:
-            return 0.0
-        return book.learned.gap
 
     @property
     def rule(self) -> Rule:

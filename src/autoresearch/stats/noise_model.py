@@ -330,6 +330,7 @@ def learned_boundaries(
         block,
         (found[Start.AFTER_KEEP], found[Start.PARTIAL], found[Start.FULL]),
         rule.first_keep,
+        gap if rule.estimator == "states" else 0.0,
     )
 
 
@@ -479,7 +480,6 @@ def choose(
         else:
             scaled = [r / noise.sigma for r in found]
             learned = learned_boundaries(trial, scaled, noise.screen, count, paths)
-        learned = replace(learned, gap=noise.gap)
         learned = replace(learned, boundaries=boundaries(trial, noise, learned))
         # Every start state's boundary counts: one right after each keep that only a
         # full reference escapes is paid at every keep.

@@ -178,8 +178,14 @@ class SampleBook:
 
     def pool(self, incumbent: str) -> Pool:
         """The runs the noise estimate pools, as a comparison against `incumbent` starts."""
-        gap = self.learned.gap if self.learned is not None else 0.0
-        return Pool.of(self.groups, incumbent, self.rule.estimator, self.direction, gap)
+        return Pool.of(self.groups, incumbent, self.rule.estimator, self.direction, self.gap)
+
+    @property
+    def gap(self) -> float:
+        """The speed states' spacing (a share of the level) runs are folded by, 0: none."""
+        if self.rule.estimator != "states" or self.learned is None:
+            return 0.0
+        return self.learned.gap
 
     def learns(self) -> bool:
         """Whether the boundary follows the campaign's own noise: `rule = "auto"` on a noisy
@@ -239,13 +245,16 @@ def option_label(estimator: str, first_keep: int) -> str:
     return estimator if first_keep == 1 else f"{estimator} (keeps from run {first_keep})"
 
 
+def states_text(gap: float) -> str:
+    """What a noise shape adds when runs are folded into one speed state ("": none)."""
+    return f"; speed states {100 * gap:.3g}% apart" if gap > 0 else ""
+
+
 def switch_text(before: Rule, choice: Choice) -> str:
     """Why `noise = "auto"` changed the estimator or the earliest keep, in one line."""
     after = choice.learned.option
     gains = ", ".join(f"{option_text(*o)} {gain:.3g}" for o, gain in choice.detectable.items())
-    shape = choice.shape.describe()
-    if choice.learned.gap > 0:
-        shape += f"; speed states {100 * choice.learned.gap:.3g}% apart"
+    shape = choice.shape.describe() + states_text(choice.learned.gap)
     return (
         f"estimator: {option_label(*before.option)} -> "
         f"{option_label(*after)}: the noise so far ({shape}) lets "
