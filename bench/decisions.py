@@ -70,6 +70,8 @@ class Scenario:
     burst_units: float = 1.0
     shift_pct: float = 0.0
     slow_pct: float = 0.0
+    # The frequency states' odds of switching at a run: from the fast state, from the slow.
+    switch: tuple[float, float] = (0.3, 0.3)
 
 
 SCENARIOS = (
@@ -132,6 +134,29 @@ UNTUNED_SCENARIOS = (
         plan="realistic",
     ),
 )
+# The frequency states in other shapes than the one above, so that finding them is not
+# fitted to one gap and one way of switching: a gap of 6% (within 8 sigmas of the noise,
+# where no states should be found), 8% and 30%; states that last about 20 runs; a state
+# drawn afresh for every run; the slow state on one run in five.
+STATES_SCENARIOS = tuple(
+    Scenario(
+        f"bimodal: two frequency states {gap:g}% apart, {how} (gauss 1%)",
+        "bimodal",
+        1.0,
+        4.0,
+        plan="realistic",
+        slow_pct=gap,
+        switch=switch,
+    )
+    for gap, how, switch in (
+        (6.0, "switching on one run in three", (0.3, 0.3)),
+        (8.0, "switching on one run in three", (0.3, 0.3)),
+        (30.0, "switching on one run in three", (0.3, 0.3)),
+        (15.0, "each lasting about 20 runs", (0.05, 0.05)),
+        (15.0, "drawn afresh for every run", (0.5, 0.5)),
+        (15.0, "slow on one run in five", (0.1, 0.4)),
+    )
+)
 GOAL_SCENARIOS = SCENARIOS[:2]
 ZOO = SCENARIOS + TRACE_SCENARIOS
 # The share of runs inside a burst, the mean burst length and its loss in effect units.
@@ -168,6 +193,7 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "burst_scale": 1.0,
         "shift_pct": scenario.shift_pct,
         "slow_pct": scenario.slow_pct,
+        "switch": list(scenario.switch),
         "slow": False,
         "iteration": 0,  # the attempt measured now (AUTORESEARCH_ITERATION)
         "attempts": attempts,
@@ -218,7 +244,7 @@ def measurement(s: dict, version: str, effects: list) -> float:
         if s["iteration"] > s["attempts"] // 2:
             factor = 1.0 + s["shift_pct"] / 100.0
     elif s["noise"] == "bimodal":
-        if when.random() < 0.3:
+        if when.random() < s["switch"][s["slow"]]:
             s["slow"] = not s["slow"]
         if s["slow"]:
             factor = 1.0 + s["slow_pct"] / 100.0

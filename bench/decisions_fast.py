@@ -15,7 +15,7 @@ those where the kept candidate's own mean (what ledgers recorded before) would h
 (mean absolute %).
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
-        [--scenarios all|goals|others|simulated|traces|untuned|zoo]
+        [--scenarios all|goals|others|simulated|traces|untuned|states|zoo]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from decisions import (
     RULES,
     SCENARIOS,
     START,
+    STATES_SCENARIOS,
     TRACE_SCENARIOS,
     UNTUNED_SCENARIOS,
     Scenario,
@@ -179,10 +180,11 @@ def main() -> None:
     parser.add_argument(
         "--scenarios",
         default="all",
-        choices=("all", "goals", "others", "simulated", "traces", "untuned", "zoo"),
+        choices=("all", "goals", "others", "simulated", "traces", "untuned", "states", "zoo"),
         help="all (the noise zoo: simulated and replayed traces); goals (the two Gaussian "
         "levels); others (the simulated rest); simulated; traces; untuned (shapes the "
-        "rules were not tuned on); zoo (all and untuned)",
+        "rules were not tuned on); states (the frequency states in other gaps and ways of "
+        "switching); zoo (all and untuned)",
     )
     parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
@@ -198,6 +200,7 @@ def main() -> None:
         "simulated": SCENARIOS,
         "traces": TRACE_SCENARIOS,
         "untuned": UNTUNED_SCENARIOS,
+        "states": STATES_SCENARIOS,
         "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
     }[args.scenarios]
     scenarios = tuple(

@@ -22,13 +22,21 @@ def test_replica_matches_the_engine(rule: str, scenario: int) -> None:
     assert engine["runs"] > 8  # the rule took repeated samples, so the match is telling
 
 
-@pytest.mark.parametrize("rule,scenario", [("auto", 3), ("auto", 0)])
-def test_replica_matches_the_engine_on_an_untuned_shape(rule: str, scenario: int) -> None:
+@pytest.mark.parametrize(
+    "rule,chosen",
+    [
+        ("auto", decisions.UNTUNED_SCENARIOS[3]),
+        ("auto", decisions.UNTUNED_SCENARIOS[0]),
+        ("strict", decisions.STATES_SCENARIOS[-1]),
+    ],
+)
+def test_replica_matches_the_engine_on_an_untuned_shape(
+    rule: str, chosen: decisions.Scenario
+) -> None:
     """The level shift halfway follows the attempt (AUTORESEARCH_ITERATION in the engine,
     the replica's own count); the bursts keep one magnitude per burst. The recorded best's
     figures (its moves, its error) come from the engine's ledger and from the replica's
-    evaluator alike."""
-    chosen = decisions.UNTUNED_SCENARIOS[scenario]
+    evaluator alike. The frequency states switch with odds that depend on the state."""
     engine = decisions.run_campaign((chosen, rule, 3, 8, 0))
     replica = decisions_fast.run_campaign(chosen, rule, 3, 8)
     assert replica == pytest.approx(engine)
