@@ -72,6 +72,7 @@ class Scenario:
     slow_pct: float = 0.0
     # The frequency states' odds of switching at a run: from the fast state, from the slow.
     switch: tuple[float, float] = (0.3, 0.3)
+    wander_pct: float = 0.0  # the sd of the machine's wandering speed (ar1), %
 
 
 SCENARIOS = (
@@ -157,6 +158,28 @@ STATES_SCENARIOS = tuple(
         (15.0, "slow on one run in five", (0.1, 0.4)),
     )
 )
+# More shapes the rules were not tuned on: right-skewed noise on every run (a lognormal
+# scaled to 1% and 3%), and a machine whose speed wanders from run to run (each run
+# keeping 0.9 of the last one's departure, 2% and 5% sd, beside 1% of noise of its own).
+MORE_SCENARIOS = (
+    *(
+        Scenario(
+            f"right-skewed noise (lognormal, sd {pct:g}%)", "lognormal", pct, 4.0, plan="realistic"
+        )
+        for pct in (1.0, 3.0)
+    ),
+    *(
+        Scenario(
+            f"wandering speed (AR(1), 0.9 a run, sd {pct:g}%; gauss 1%)",
+            "ar1",
+            1.0,
+            4.0,
+            plan="realistic",
+            wander_pct=pct,
+        )
+        for pct in (2.0, 5.0)
+    ),
+)
 GOAL_SCENARIOS = SCENARIOS[:2]
 ZOO = SCENARIOS + TRACE_SCENARIOS
 # The share of runs inside a burst, the mean burst length and its loss in effect units.
@@ -194,6 +217,8 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "shift_pct": scenario.shift_pct,
         "slow_pct": scenario.slow_pct,
         "switch": list(scenario.switch),
+        "wander_pct": scenario.wander_pct,
+        "wander": 0.0,
         "slow": False,
         "iteration": 0,  # the attempt measured now (AUTORESEARCH_ITERATION)
         "attempts": attempts,
@@ -220,6 +245,11 @@ def measurement(s: dict, version: str, effects: list) -> float:
         return float(f"{true * trace[(block + s['runs'] % 10) % len(trace)]:.6f}")
     if s["noise"] == "heavy":
         e = rng.gauss(0, 1) / math.sqrt(rng.gammavariate(1.5, 1 / 1.5)) / math.sqrt(3.0)
+    elif s["noise"] == "lognormal":
+        # Right-skewed (skewness about 3), scaled to mean 0 and sd 1.
+        e = (rng.lognormvariate(0.0, 0.8) - math.exp(0.32)) / math.sqrt(
+            (math.exp(0.64) - 1) * math.exp(0.64)
+        )
     else:
         e = rng.gauss(0, 1)
     loss = 0.0
@@ -248,6 +278,10 @@ def measurement(s: dict, version: str, effects: list) -> float:
             s["slow"] = not s["slow"]
         if s["slow"]:
             factor = 1.0 + s["slow_pct"] / 100.0
+    elif s["noise"] == "ar1":
+        # The machine's speed wanders: each run keeps 0.9 of the last one's departure.
+        s["wander"] = 0.9 * s["wander"] + math.sqrt(1 - 0.81) * when.gauss(0, 1)
+        factor = 1.0 + s["wander_pct"] / 100.0 * s["wander"]
     elif s["noise"] == "keep_spike" and s["kept"] > s["kept_seen"]:
         s["kept_seen"] = s["kept"]
         factor = 1.6

@@ -15,7 +15,7 @@ those where the kept candidate's own mean (what ledgers recorded before) would h
 (mean absolute %).
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
-        [--scenarios all|goals|others|simulated|traces|untuned|states|zoo]
+        [--scenarios all|goals|others|simulated|traces|untuned|states|more|zoo]
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from autoresearch.workspace import Candidate
 from decisions import (
     DATA,
     GOAL_SCENARIOS,
+    MORE_SCENARIOS,
     RULES,
     SCENARIOS,
     START,
@@ -180,11 +181,21 @@ def main() -> None:
     parser.add_argument(
         "--scenarios",
         default="all",
-        choices=("all", "goals", "others", "simulated", "traces", "untuned", "states", "zoo"),
+        choices=(
+            "all",
+            "goals",
+            "others",
+            "simulated",
+            "traces",
+            "untuned",
+            "states",
+            "more",
+            "zoo",
+        ),
         help="all (the noise zoo: simulated and replayed traces); goals (the two Gaussian "
         "levels); others (the simulated rest); simulated; traces; untuned (shapes the "
         "rules were not tuned on); states (the frequency states in other gaps and ways of "
-        "switching); zoo (all and untuned)",
+        "switching); more (skewed noise, a wandering speed); zoo (all and untuned)",
     )
     parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
@@ -201,6 +212,7 @@ def main() -> None:
         "traces": TRACE_SCENARIOS,
         "untuned": UNTUNED_SCENARIOS,
         "states": STATES_SCENARIOS,
+        "more": MORE_SCENARIOS,
         "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
     }[args.scenarios]
     scenarios = tuple(
