@@ -65,22 +65,32 @@ SELECTED = (0.0,)
 Option = tuple[str, int]
 
 
+def unbiased(
+    groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
+) -> Iterator[tuple[str, list[float]]]:
+    """Each version with MIN_RUNS unbiased runs or more, and those runs in the order taken:
+    what every figure of the noise is drawn from. The samples that selected a kept version
+    are left out (they were kept for looking good)."""
+    for version, samples in groups.items():
+        runs = list(samples)[selected.get(version, 0) :]
+        if len(runs) >= MIN_RUNS:
+            yield version, runs
+
+
 def residuals(
     groups: Mapping[str, Sequence[float]], selected: Mapping[str, int], direction: str
 ) -> list[float]:
-    """Each version's unbiased runs minus their level, in the order taken, worse side
-    positive, version after version.
+    """Each version's unbiased runs (`unbiased`) minus their level, in the order taken,
+    worse side positive, version after version.
 
-    The samples that selected a kept version are left out (they were kept for looking
-    good). A version's runs are split at a shift of their level (`robust.change_point`), so
+    A version's runs are split at a shift of their level (`robust.change_point`), so
     that a machine that changed speed once is not taken for noise that flips between two
     levels. Each segment of at least MIN_RUNS runs is centred on its densest half (a burst
     among them must not move the others) and scaled so that, on Gaussian noise, its
     residuals have the noise's variance (`centred_scale`)."""
     sign = 1.0 if robust.worse_high(direction) else -1.0
     out: list[float] = []
-    for version, samples in groups.items():
-        runs = list(samples)[selected.get(version, 0) :]
+    for _, runs in unbiased(groups, selected):
         cut = robust.change_point(runs)
         for segment in (runs[:cut], runs[cut:]) if cut else (runs,):
             m = len(segment)
@@ -104,11 +114,8 @@ def state_residuals(
     sign = 1.0 if robust.worse_high(direction) else -1.0
     out: list[float] = []
     levels: list[float] = []
-    for version, samples in groups.items():
-        runs = list(samples)[selected.get(version, 0) :]
+    for _, runs in unbiased(groups, selected):
         m = len(runs)
-        if m < MIN_RUNS:
-            continue
         centre = densest_half(runs)
         if min(runs) <= 0 or centre <= 0:
             return [], 0.0
@@ -160,12 +167,9 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     long enough; a burst in the one or two it overlaps, a change of the machine's speed in
     the one measured across it), and holds two runs or more of STATE_STAYS versions."""
     diffs: list[tuple[float, str]] = []
-    for version, samples in groups.items():
-        # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
-        # slow state is one.
-        runs = list(samples)[selected.get(version, 0) :]
-        if len(runs) < MIN_RUNS:
-            continue
+    # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
+    # slow state is one.
+    for version, runs in unbiased(groups, selected):
         if min(runs) <= 0:
             return 0.0
         logs = [math.log(x) for x in runs]
@@ -192,10 +196,7 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     # away from the version's level. One run a state away in each version is a spike that
     # comes back (a cold cache right after each keep), not a state.
     stays = 0
-    for version, samples in groups.items():
-        runs = list(samples)[selected.get(version, 0) :]
-        if len(runs) < MIN_RUNS:
-            continue
+    for _, runs in unbiased(groups, selected):
         centre = math.log(densest_half(runs))
         away = sum(1 for x in runs if abs(math.log(x) - centre) > gap / 2)
         stays += away >= 2
@@ -268,12 +269,7 @@ class Learned:
 def residual_count(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> int:
     """How many runs `residuals` may draw on (versions with MIN_RUNS unbiased runs or more):
     what tells when to calibrate again, without finding every change point."""
-    total = 0
-    for version, samples in groups.items():
-        unbiased = len(samples) - selected.get(version, 0)
-        if unbiased >= MIN_RUNS:
-            total += unbiased
-    return total
+    return sum(len(runs) for _, runs in unbiased(groups, selected))
 
 
 def learned_boundaries(
