@@ -79,6 +79,23 @@ def test_a_real_gain_is_kept_at_its_size_whichever_state_its_runs_fell_in(faster
         assert test.look.level == pytest.approx(100.0 - faster, abs=3.0)
 
 
+@pytest.mark.parametrize("faster", [10.0, 12.0])
+def test_a_gain_beyond_half_the_gap_is_kept_from_its_runs_in_the_fast_state(
+    faster: float,
+) -> None:
+    """Folded into the nearest state, a gain of two thirds of the gap reads as a loss one
+    state over. But no state runs faster than the fastest the incumbent has shown, so a
+    candidate whose runs sit faster still is that much faster. Kept, at its size, in over
+    a third of the comparisons (mostly those whose first run fell in the fast state; a
+    first run in the slow state still reads as a loss and is dropped), where the nearest
+    reading alone kept 2 and 1 of 200."""
+    kept = [t for s in range(200) if (t := compare(s, 100.0 - faster)).verdict is Verdict.KEEP]
+    assert len(kept) >= 70, f"{len(kept)} of 200 kept"
+    for test in kept:
+        assert test.look is not None
+        assert test.look.gain == pytest.approx(faster, abs=3.0)
+
+
 def test_a_candidate_seen_only_in_the_slow_state_is_judged_in_the_fast_one() -> None:
     """The incumbent's runs in both states, the candidate's three in the slow one only: the
     gain is the 4 units the fast state would show, never the 11-unit loss the raw runs
