@@ -150,3 +150,43 @@ def test_folding_keeps_a_run_in_its_state_and_moves_others_by_whole_gaps() -> No
     )
     assert robust.state_of(107.1, 100.0, GAP) == 0 and robust.state_of(107.4, 100.0, GAP) == 1
     assert robust.state_of(-3.0, 100.0, GAP) == 0  # no speed state makes a run negative
+
+
+class Throughput(Machine):
+    """The same machine measured as a throughput: a run in the slow state gives 1 + gap
+    times less."""
+
+    def run(self, level: float) -> float:
+        if self.rng.random() < 0.3:
+            self.slow = not self.slow
+        return level / (1.0 + self.gap if self.slow else 1.0) + self.rng.gauss(0.0, 1.0)
+
+
+def compare_throughput(seed: int, candidate_level: float, carried: int = 8) -> Comparison:
+    machine = Throughput(seed)
+    prior = [machine.run(100.0) for _ in range(4)]
+    reference = [machine.run(100.0) for _ in range(carried)]
+    test = Comparison(STATES, "maximize", reference, NOISE, carried, prior=prior)
+    while isinstance(side := test.next(), Side):
+        test.add(machine.run(candidate_level if side is Side.CANDIDATE else 100.0))
+    return test
+
+
+def test_on_a_throughput_a_loss_is_never_kept_and_a_large_gain_is_kept_at_its_size() -> None:
+    """Maximized, the fastest state is the highest: a change 8-14% slower is never kept
+    (after a keep, with 2 or 8 reference runs), and a gain of 10% (two thirds of the gap)
+    is kept from runs above the fastest state, at its size."""
+    for slower in (8.0, 10.0, 12.0, 14.0):
+        level = 100.0 / (1.0 + slower / 100.0)
+        kept = [
+            (s, c)
+            for s in range(300)
+            for c in (0, 2, 8)
+            if compare_throughput(s, level, c).verdict is Verdict.KEEP
+        ]
+        assert kept == [], f"{slower}% slower: {len(kept)} of 900 kept ({kept[:5]})"
+    gains = [t for s in range(200) if (t := compare_throughput(s, 110.0)).verdict is Verdict.KEEP]
+    assert len(gains) >= 50, f"{len(gains)} of 200 kept"
+    for test in gains:
+        assert test.look is not None
+        assert test.look.gain == pytest.approx(10.0, abs=3.0)
