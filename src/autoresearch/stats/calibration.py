@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-VERSION = 4  # bump when the calibration procedure changes
+VERSION = 3  # bump when the calibration procedure changes
 
 
 def cache_dir() -> Path:

@@ -161,10 +161,9 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # keep asked of the interleaved pairs too; 3: "confidently short of min_delta" allows what
 # the drop bar allows, and `auto` weighs a later first keep; 4: the spike screen spares
 # every look before the first keep; 5: `auto` weighs folding runs into one speed state
-# where the noise sits in states a fixed gap apart; 6: pairs that disagree beyond the
-# noise stand at the less favourable one, and a candidate's runs faster than the fastest
-# state are not folded). `verify` holds a record to today's rule only when today's judge
-# wrote it.
+# where the noise sits in states a fixed gap apart; 6: a candidate's runs faster than the
+# fastest speed state are not folded). `verify` holds a record to today's rule only when
+# today's judge wrote it.
 JUDGE_VERSION = 6
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
@@ -681,18 +680,9 @@ def short_of_min_delta(g: float, se: float, efficacy: float, bar: float, delta: 
 def paired_z(pairs: Sequence[float], sigma: float) -> float:
     """The interleaved pairs' statistic: the clipped mean of the pair gains over its
     standard error, sqrt(2) runs' sigma over sqrt(pairs) (what independent runs give; a
-    disturbance both runs of a pair share cancels in the gain).
-
-    When no pair is near the middle (an even number of pairs whose two middle ones
-    disagree by more than the clipping allows), a disturbance hit one side of them and
-    which one is not known: the less favourable middle pair stands for them, never their
-    average. Gaussian noise puts two pairs that far apart about once in 45,000."""
+    disturbance both runs of a pair share cancels in the gain)."""
     spread = math.sqrt(2.0) * sigma
-    kept = robust.inliers(pairs, "robust", "maximize", spread)
-    if kept:
-        centre = math.fsum(kept) / len(kept)
-    else:
-        centre = sorted(pairs)[(len(pairs) - 1) // 2]
+    centre = robust.location(pairs, "robust", "maximize", spread)
     return centre / (spread / math.sqrt(len(pairs)))
 
 
