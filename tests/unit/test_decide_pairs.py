@@ -29,4 +29,3 @@ def test_a_real_gain_is_kept_by_the_pairs_too() -> None:
     assert both.verdict is Verdict.KEEP
     assert both.look is not None and both.look.paired is not None and both.look.paired > 0
     assert both.pair_gains() and both.pair_gains() == [3.0] * len(both.pair_gains())
-
