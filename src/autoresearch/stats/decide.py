@@ -550,18 +550,22 @@ def _within_states(
       reading of its runs would put that run faster than any state. The fastest state is
       known once the incumbent has shown two."""
     sigma = noise.sigma if noise is not None else 0.0
-    worse_high = robust.worse_high(direction)
+    # A state count times `slower` is how many states slower: a slow state measures more
+    # when the number is a time, less when it is a throughput.
+    slower = 1 if robust.worse_high(direction) else -1
     centre = robust.densest_half(reference)
-    states = [robust.state_of(x, centre, gap) for x in (*known, *reference)]
-    centre = robust.in_state(centre, -(min(states) if worse_high else max(states)), gap)
+    states = [slower * robust.state_of(x, centre, gap) for x in (*known, *reference)]
+    centre = robust.in_state(centre, -slower * min(states), gap)
+    # Until the incumbent has shown a second state, its fastest may still be a slow one.
+    shown_two = max(states) > min(states)
     ref_mean = robust.location(robust.fold(reference, centre, gap), "robust", direction, sigma)
     # The candidate's runs are folded around their own centre, moved to the state nearest
     # the reference's: a gain near half a state must not split them between two states.
     # But never from beyond the fastest state once the incumbent has shown two: no state
     # runs faster than the fastest, so a candidate's runs faster still are its gain.
     mid = robust.densest_half(candidate)
-    beyond = robust.state_of(mid, centre, gap) * (1 if worse_high else -1) < 0
-    own = mid if beyond and max(states) > min(states) else robust.fold([mid], centre, gap)[0]
+    beyond = slower * robust.state_of(mid, centre, gap) < 0
+    own = mid if beyond and shown_two else robust.fold([mid], centre, gap)[0]
     level = robust.location(robust.fold(candidate, own, gap), "robust", direction, sigma)
     g = gain(level, ref_mean, direction)
     # One state, in the metric's units at the incumbent's level: what a pair whose runs
@@ -579,13 +583,12 @@ def _within_states(
         count -= nearest
     others = [n for k, n in votes.items() if k != shift]
     agree = count >= 2 and count > max(others, default=0)
-    level = robust.in_state(level, shift if worse_high else -shift, gap)
+    level = robust.in_state(level, slower * shift, gap)
     g = gain(level, ref_mean, direction)
     # How many states slower than the claimed level each candidate run is: 0 is a run in
     # the fastest state, which the reading one gap slower cannot give.
-    seen = [robust.state_of(x, level, gap) * (1 if worse_high else -1) for x in candidate]
-    # Until the incumbent has shown a second state, its fastest may still be a slow one.
-    confirmed = agree and min(seen) == 0 and max(states) > min(states)
+    seen = [slower * robust.state_of(x, level, gap) for x in candidate]
+    confirmed = agree and min(seen) == 0 and shown_two
     return _sequential(
         rule, g, ref_mean, len(candidate), len(reference), fresh, noise, carried, efficacy,
         open_walk, level, [p - step * round((p - g) / step) for p in pairs],
