@@ -22,31 +22,40 @@ NOISE = Noise(1.0, 1000, 0.0, GAP)
 class Machine:
     """Two speed states, the slow one `gap` (a share) slower, switching on about one run in
     three, Gaussian noise of 1 within a state: what every run meets, whichever version it
-    measures."""
+    measures. Measured as a time, a run in the slow state takes 1 + gap times longer; as a
+    throughput (`direction = "maximize"`), it gives 1 + gap times less."""
 
-    def __init__(self, seed: int, gap: float = GAP) -> None:
+    def __init__(self, seed: int, gap: float = GAP, direction: str = "minimize") -> None:
         self.rng = random.Random(seed)
         self.gap = gap
         self.slow = self.rng.random() < 0.5
+        self.power = 1 if direction == "minimize" else -1
 
     def run(self, level: float) -> float:
         if self.rng.random() < 0.3:
             self.slow = not self.slow
-        return level * (1.0 + self.gap if self.slow else 1.0) + self.rng.gauss(0.0, 1.0)
+        factor = (1.0 + self.gap) ** self.power if self.slow else 1.0
+        return level * factor + self.rng.gauss(0.0, 1.0)
 
 
 ROBUST = Rule("sequential", max_samples=8, confidence=0.95, estimator="robust", pairs="both")
 
 
-def compare(seed: int, candidate_level: float, carried: int = 8, gap: float = GAP) -> Comparison:
+def compare(
+    seed: int,
+    candidate_level: float,
+    carried: int = 8,
+    gap: float = GAP,
+    direction: str = "minimize",
+) -> Comparison:
     """One candidate of true level `candidate_level` against an incumbent of level 100
     (known by `carried` earlier runs and the runs that selected it), judged to the end: on
     states `gap` apart, folded; on one state (gap 0), by the clipped mean."""
-    machine = Machine(seed, gap)
+    machine = Machine(seed, gap, direction)
     prior = [machine.run(100.0) for _ in range(4)]
     reference = [machine.run(100.0) for _ in range(carried)]
     rule, noise = (STATES, NOISE) if gap else (ROBUST, Noise(1.0, 1000))
-    test = Comparison(rule, "minimize", reference, noise, carried, prior=prior)
+    test = Comparison(rule, direction, reference, noise, carried, prior=prior)
     while isinstance(side := test.next(), Side):
         test.add(machine.run(candidate_level if side is Side.CANDIDATE else 100.0))
     return test
@@ -152,26 +161,6 @@ def test_folding_keeps_a_run_in_its_state_and_moves_others_by_whole_gaps() -> No
     assert robust.state_of(-3.0, 100.0, GAP) == 0  # no speed state makes a run negative
 
 
-class Throughput(Machine):
-    """The same machine measured as a throughput: a run in the slow state gives 1 + gap
-    times less."""
-
-    def run(self, level: float) -> float:
-        if self.rng.random() < 0.3:
-            self.slow = not self.slow
-        return level / (1.0 + self.gap if self.slow else 1.0) + self.rng.gauss(0.0, 1.0)
-
-
-def compare_throughput(seed: int, candidate_level: float, carried: int = 8) -> Comparison:
-    machine = Throughput(seed)
-    prior = [machine.run(100.0) for _ in range(4)]
-    reference = [machine.run(100.0) for _ in range(carried)]
-    test = Comparison(STATES, "maximize", reference, NOISE, carried, prior=prior)
-    while isinstance(side := test.next(), Side):
-        test.add(machine.run(candidate_level if side is Side.CANDIDATE else 100.0))
-    return test
-
-
 def test_on_a_throughput_a_loss_is_never_kept_and_a_large_gain_is_kept_at_its_size() -> None:
     """Maximized, the fastest state is the highest: a change 8-14% slower is never kept
     (after a keep, with 2 or 8 reference runs), and a gain of 10% (two thirds of the gap)
@@ -182,10 +171,14 @@ def test_on_a_throughput_a_loss_is_never_kept_and_a_large_gain_is_kept_at_its_si
             (s, c)
             for s in range(300)
             for c in (0, 2, 8)
-            if compare_throughput(s, level, c).verdict is Verdict.KEEP
+            if compare(s, level, c, direction="maximize").verdict is Verdict.KEEP
         ]
         assert kept == [], f"{slower}% slower: {len(kept)} of 900 kept ({kept[:5]})"
-    gains = [t for s in range(200) if (t := compare_throughput(s, 110.0)).verdict is Verdict.KEEP]
+    gains = [
+        t
+        for s in range(200)
+        if (t := compare(s, 110.0, direction="maximize")).verdict is Verdict.KEEP
+    ]
     assert len(gains) >= 50, f"{len(gains)} of 200 kept"
     for test in gains:
         assert test.look is not None
