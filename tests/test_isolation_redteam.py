@@ -695,7 +695,8 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
     strict=False,  # the attack rides on random noise: some runs it does not get through
     reason=(
         "the sequential rule's calibrated boundaries are cached in a file of the user's "
-        "(~/.cache/autoresearch/calibration-v<N>.json, or $AUTORESEARCH_CACHE_DIR) and read "
+        "(~/.cache/autoresearch/calibration-v<N>-judge<J>.json, or $AUTORESEARCH_CACHE_DIR) "
+        "and read "
         "back as they are: the agent, which runs as the user, rewrites them and the next "
         "`step` keeps after one run a candidate the honest boundary would measure further "
         "(verify reads the same file and agrees)"
@@ -712,8 +713,8 @@ def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_woul
     from autoresearch.stats import calibration, decide
 
     cache = tmp_path / "cache"
-    cached = cache / f"calibration-v{calibration.VERSION}.json"
     monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(cache))
+    cached = calibration.cache_file(decide.JUDGE_VERSION)
     noisy = 'import calc, random\nprint(f"score: {abs(calc.N - 3) + random.gauss(0, 0.1)}")\n'
     repo, state = user_repo(
         tmp_path,

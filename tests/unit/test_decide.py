@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from autoresearch.config import DecisionConfig
+from autoresearch.stats import calibration
 from autoresearch.stats.decide import (
+    JUDGE_VERSION,
     REFERENCE_MIN,
     Comparison,
     Noise,
@@ -376,3 +380,27 @@ def test_the_config_builds_the_rule() -> None:
     assert config.to_rule() == Rule("threshold", 2.5, True, 5, 6, 0.95)
     assert config.to_rule().min_delta_abs(-200.0) == 5.0
     assert DecisionConfig(min_delta=0.5).to_rule().min_delta_abs(-200.0) == 0.5
+
+
+def test_a_boundary_an_earlier_judge_cached_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """A cache left by an earlier build (the file of another judge version, or the name
+    before the judge's version was in it) holds a boundary of a procedure that has changed
+    since: it must not stand in for today's."""
+    request.addfinalizer(calibrated_efficacy.cache_clear)
+    args = (3, 0.9, 3, Start.AFTER_KEEP)
+    honest = calibrated_efficacy.__wrapped__(*args)
+    monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(tmp_path / "fresh"))
+    calibrated_efficacy.cache_clear()
+    assert calibrated_efficacy(*args) == honest
+    (key,) = json.loads(calibration.cache_file(JUDGE_VERSION).read_text())
+    old = tmp_path / "old"
+    old.mkdir()
+    monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(old))
+    poisoned = json.dumps({key: 0.01})
+    (old / f"calibration-v{calibration.VERSION}.json").write_text(poisoned)
+    calibration.cache_file(JUDGE_VERSION - 1).write_text(poisoned)
+    calibrated_efficacy.cache_clear()
+    assert calibrated_efficacy(*args) == honest
+    assert json.loads(calibration.cache_file(JUDGE_VERSION).read_text()) == {key: honest}

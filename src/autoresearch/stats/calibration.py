@@ -1,9 +1,12 @@
 """A disk cache of calibrated sequential boundaries (pure values of their parameters).
 
-A boundary is a deterministic function of its key (fixed seed, fixed paths), so a cached
-value is exactly the one a fresh calibration would give; the cache only saves the seconds.
-It lives in $AUTORESEARCH_CACHE_DIR, else $XDG_CACHE_HOME/autoresearch, else
-~/.cache/autoresearch; when it cannot be read or written the boundary is simply computed.
+A boundary is a deterministic function of its key (fixed seed, fixed paths) and of the
+procedure it simulates, so the cache keeps one file per version of the judge (`judge`,
+`decide.JUDGE_VERSION`, bumped whenever a change can give another verdict, as a changed
+boundary does): a cached value is exactly the one a fresh calibration by today's judge would
+give, never one an earlier build left behind; the cache only saves the seconds. It lives in
+$AUTORESEARCH_CACHE_DIR, else $XDG_CACHE_HOME/autoresearch, else ~/.cache/autoresearch; when
+it cannot be read or written the boundary is simply computed.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-VERSION = 3  # bump when the calibration procedure changes
+VERSION = 3  # the file's layout; the procedure's version is the judge's
 
 
 def cache_dir() -> Path:
@@ -27,8 +30,9 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def cache_file() -> Path:
-    return cache_dir() / f"calibration-v{VERSION}.json"
+def cache_file(judge: int) -> Path:
+    """The boundaries the judge of version `judge` calibrated."""
+    return cache_dir() / f"calibration-v{VERSION}-judge{judge}.json"
 
 
 def _read(path: Path) -> dict[str, float]:
@@ -41,8 +45,10 @@ def _read(path: Path) -> dict[str, float]:
     return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}
 
 
-def cached(key: str, compute: Callable[[], float]) -> float:
-    path = cache_file()
+def cached(key: str, compute: Callable[[], float], judge: int) -> float:
+    """The boundary of `key` under the judge of version `judge`: read, else computed and
+    kept."""
+    path = cache_file(judge)
     known = _read(path)
     if key in known:
         return known[key]

@@ -163,7 +163,7 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # every look before the first keep; 5: `auto` weighs folding runs into one speed state
 # where the noise sits in states a fixed gap apart; 6: a candidate's runs faster than the
 # fastest speed state are not folded). `verify` holds a record to today's rule only when
-# today's judge wrote it.
+# today's judge wrote it, and the calibrated boundaries are cached per judge version.
 JUDGE_VERSION = 6
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
@@ -1086,6 +1086,7 @@ def calibrated_efficacy(
         lambda: _calibrate(
             max_samples, confidence, dof, start, estimator, screen, pairs, first_keep
         ),
+        JUDGE_VERSION,
     )
 
 
