@@ -15,7 +15,7 @@ those where the kept candidate's own mean (what ledgers recorded before) would h
 (mean absolute %).
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
-        [--scenarios all|goals|others|simulated|traces|untuned|states|more|zoo]
+        [--scenarios all|goals|others|simulated|traces|untuned|states|more|zoo|every]
 """
 
 from __future__ import annotations
@@ -173,6 +173,37 @@ def totals(rows: list[dict[str, float]]) -> dict[str, float]:
     return total
 
 
+# The sets of shapes `--scenarios` names.
+SCENARIO_SETS: dict[str, tuple[Scenario, ...]] = {
+    "all": SCENARIOS + TRACE_SCENARIOS,
+    "goals": GOAL_SCENARIOS,
+    "others": SCENARIOS[len(GOAL_SCENARIOS) :],
+    "simulated": SCENARIOS,
+    "traces": TRACE_SCENARIOS,
+    "untuned": UNTUNED_SCENARIOS,
+    "states": STATES_SCENARIOS,
+    "more": MORE_SCENARIOS,
+    "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
+    "every": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS + STATES_SCENARIOS + MORE_SCENARIOS,
+}
+SCENARIO_HELP = (
+    "all (the noise zoo: simulated and replayed traces); goals (the two Gaussian levels); "
+    "others (the simulated rest); simulated; traces; untuned (shapes the rules were not "
+    "tuned on); states (the frequency states in other gaps and ways of switching); more "
+    "(skewed noise, a wandering speed); zoo (all and untuned); every (zoo, states and more)"
+)
+
+
+def chosen(name: str, only: str = "") -> tuple[Scenario, ...]:
+    """The shapes of the set `name` whose name contains `only`, but a replayed trace whose
+    recording is missing."""
+    return tuple(
+        s
+        for s in SCENARIO_SETS[name]
+        if only in s.name and (not s.trace or (DATA / f"{s.trace}.csv").exists())
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=positive, default=20)
@@ -181,21 +212,8 @@ def main() -> None:
     parser.add_argument(
         "--scenarios",
         default="all",
-        choices=(
-            "all",
-            "goals",
-            "others",
-            "simulated",
-            "traces",
-            "untuned",
-            "states",
-            "more",
-            "zoo",
-        ),
-        help="all (the noise zoo: simulated and replayed traces); goals (the two Gaussian "
-        "levels); others (the simulated rest); simulated; traces; untuned (shapes the "
-        "rules were not tuned on); states (the frequency states in other gaps and ways of "
-        "switching); more (skewed noise, a wandering speed); zoo (all and untuned)",
+        choices=tuple(SCENARIO_SETS),
+        help=SCENARIO_HELP,
     )
     parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
@@ -204,22 +222,7 @@ def main() -> None:
     if unknown:
         parser.error(f"--rules: unknown {', '.join(sorted(unknown))}")
     rules = [r for r in RULES if r in args.rules.split(",")]
-    scenarios = {
-        "all": SCENARIOS + TRACE_SCENARIOS,
-        "goals": GOAL_SCENARIOS,
-        "others": SCENARIOS[len(GOAL_SCENARIOS) :],
-        "simulated": SCENARIOS,
-        "traces": TRACE_SCENARIOS,
-        "untuned": UNTUNED_SCENARIOS,
-        "states": STATES_SCENARIOS,
-        "more": MORE_SCENARIOS,
-        "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
-    }[args.scenarios]
-    scenarios = tuple(
-        s
-        for s in scenarios
-        if args.only in s.name and (not s.trace or (DATA / f"{s.trace}.csv").exists())
-    )
+    scenarios = chosen(args.scenarios, args.only)
     print(
         f"{args.campaigns} campaigns x {args.attempts} attempts, noise draws 0 to "
         f"{args.noise_seeds - 1} (draw 0 is bench/decisions.py's); means over the draws\n"

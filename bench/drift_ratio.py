@@ -7,8 +7,8 @@ comparisons was taken at another speed), and more also under speed states and bu
 Runs the campaigns of bench/decisions_fast.py under `auto` and prints, per shape, the
 largest ratio and every one seen.
 
-    PYTHONPATH=src:bench python bench/drift_ratio.py [--campaigns 3] [--noise-seed 0]
-        [--scenarios zoo|states|more|all] [--only TEXT]
+    PYTHONPATH=src:bench python bench/drift_ratio.py [--campaigns 3] [--attempts 30]
+        [--noise-seed 0] [--scenarios SET (as bench/decisions_fast.py's)] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -19,15 +19,8 @@ from collections.abc import Mapping, Sequence
 from autoresearch.stats import noise_model, robust
 from autoresearch.stats.decide import Rule
 from autoresearch.stats.noise_model import Choice
-from decisions import (
-    MORE_SCENARIOS,
-    SCENARIOS,
-    STATES_SCENARIOS,
-    TRACE_SCENARIOS,
-    UNTUNED_SCENARIOS,
-    positive,
-)
-from decisions_fast import run_campaign
+from decisions import positive
+from decisions_fast import SCENARIO_HELP, SCENARIO_SETS, chosen, run_campaign
 
 NEAR, FAR = 1, (4, 8)  # runs of the version apart
 FAR_MIN = 24  # differences far apart before a ratio is said (1.0 before)
@@ -54,16 +47,11 @@ def main() -> None:
     parser.add_argument("--campaigns", type=positive, default=3)
     parser.add_argument("--attempts", type=positive, default=30)
     parser.add_argument("--noise-seed", type=int, default=0)
-    parser.add_argument("--scenarios", default="zoo", choices=("zoo", "states", "more", "all"))
+    parser.add_argument(
+        "--scenarios", default="zoo", choices=tuple(SCENARIO_SETS), help=SCENARIO_HELP
+    )
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
     args = parser.parse_args()
-    zoo = SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS
-    scenarios = {
-        "zoo": zoo,
-        "states": STATES_SCENARIOS,
-        "more": MORE_SCENARIOS,
-        "all": zoo + STATES_SCENARIOS + MORE_SCENARIOS,
-    }[args.scenarios]
     seen: list[float] = []
     choose = noise_model.choose
 
@@ -78,9 +66,7 @@ def main() -> None:
 
     # The book calls the module's `choose` when it calibrates: seen there, as it happens.
     noise_model.choose = recording
-    for scenario in scenarios:
-        if args.only not in scenario.name:
-            continue
+    for scenario in chosen(args.scenarios, args.only):
         seen.clear()
         for campaign in range(args.campaigns):
             run_campaign(scenario, "auto", campaign, args.attempts, args.noise_seed)
