@@ -267,10 +267,10 @@ def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> N
             f"  ({min(caps):.3f}-{max(caps):.3f}){f'{back}/{int(keeps)}':>13}{was:>10}"
             f"{errs[0]:>9.2f}%{errs[1]:>8.2f}%"
         )
-    if not {"repeats", "strict"} <= set(per_rule):
+    mine = "auto" if "auto" in per_rule else "sequential"
+    if not {mine, "repeats", "strict"} <= set(per_rule):
         print()
         return
-    mine = "auto" if "auto" in per_rule else "sequential"
     draws = list(zip(*(per_rule[r] for r in (mine, "repeats", "strict")), strict=True))
 
     def share(test: Callable[[Any, Any, Any], bool]) -> str:
