@@ -142,6 +142,7 @@ class SharedBook(SampleBook):
     def __init__(self, book: SampleBook) -> None:
         super().__init__(book.rule, book.direction)
         self.groups, self.selected, self.own = book.groups, book.selected, book.own
+        self.clock = book.clock
         # What `auto` chose and learned so far: the slots go on from there.
         self.configured, self.rule, self.first = book.configured, book.rule, book.first
         self.learned = book.learned

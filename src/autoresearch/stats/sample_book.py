@@ -59,6 +59,38 @@ def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
     return groups
 
 
+# A reference sample taken more than this many times `max_samples` runs of the campaign ago
+# no longer tells the incumbent's level: on a machine whose speed wanders, a reference
+# taken while it was faster screens out every candidate after it (each first run looks
+# worse, so none re-measures the incumbent), and one taken while it was slower flatters
+# them. A comparison whose reference has all gone stale starts as after a keep, with a
+# fresh run of the incumbent.
+REFERENCE_HORIZON = 2
+
+
+class Clock:
+    """When each version's samples were taken, counted in runs of the campaign."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.times: dict[str, list[int]] = {}
+
+    def stamp(self, version: str, count: int) -> None:
+        times = self.times.setdefault(version, [])
+        for _ in range(count):
+            self.now += 1
+            times.append(self.now)
+
+    def restamp(self, version: str, count: int) -> None:
+        """`version`'s samples are now these `count` (a candidate's, as measured)."""
+        self.times[version] = []
+        self.stamp(version, count)
+
+    def since(self, version: str, time: int) -> int:
+        """How many of `version`'s samples were taken after `time`."""
+        return sum(1 for t in self.times.get(version, ()) if t > time)
+
+
 class SampleBook:
     """The samples of every version of the code measured so far, for the pooled noise and
     the incumbent's reference, and how many of a kept commit's samples selected it."""
@@ -84,12 +116,16 @@ class SampleBook:
         # What the residuals look like, once learned, and why the estimator changed.
         self.shape: Shape | None = None
         self.switches: list[str] = []
+        # When each sample was taken, counted in runs of the campaign: within a record
+        # the incumbent's re-measurements first, as the evaluator adds them.
+        self.clock = Clock()
 
     # -- from the ledger ----------------------------------------------------------------
 
     def load(self, records: Iterable[Recorded]) -> None:
         """Rebuild everything from the ledger's records (for a resumed campaign)."""
         self.groups, self.selected, self.own = {}, {}, {}
+        self.clock = Clock()
         self.first, self.rule = [], self.configured
         self.learned, self.shape, self.switches = None, None, []
         for record in records:
@@ -100,8 +136,9 @@ class SampleBook:
         if record.samples or record.incumbent_samples:
             # Its comparison began here (`comparison` learns first): learn as it did.
             self.learn()
-        for commit, samples in sample_groups([record]).items():
+        for commit, samples in reversed(sample_groups([record]).items()):
             self.groups.setdefault(commit, []).extend(samples)
+            self.clock.stamp(commit, len(samples))
         baseline = record.status.sets_best and not record.status.kept_change
         if baseline:
             self.first = list(record.samples or ())
@@ -117,6 +154,7 @@ class SampleBook:
     def baseline(self, commit: str, samples: list[float]) -> None:
         """The baseline `commit` was measured: its samples are its own."""
         self.groups[commit] = list(samples)
+        self.clock.restamp(commit, len(samples))
         self.own[commit] = len(samples)
         self.first = list(samples)
         self.rule = resolve(self.configured, samples, self.direction)
@@ -124,11 +162,13 @@ class SampleBook:
     def remeasured(self, incumbent: str, value: float) -> None:
         """One more sample of the incumbent, taken during a candidate's comparison."""
         self.groups.setdefault(incumbent, []).append(value)
+        self.clock.stamp(incumbent, 1)
 
     def measured(self, commit: str, samples: list[float]) -> None:
         """The candidate `commit` was measured (decided, or cut short by a failure)."""
         if samples:
             self.groups[commit] = list(samples)
+            self.clock.restamp(commit, len(samples))
 
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
@@ -145,8 +185,18 @@ class SampleBook:
                 # The machine changed under the incumbent (a neighbour started, the clock
                 # dropped): compare only with what it measures since.
                 unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
-            return unbiased[-self.rule.max_samples :]
+            unbiased = unbiased[-self.rule.max_samples :]
+            horizon = self.horizon()
+            if horizon:
+                fresh = self.clock.since(incumbent, self.clock.now - horizon)
+                unbiased = unbiased[len(unbiased) - min(len(unbiased), fresh) :]
+            return unbiased
         return samples
+
+    def horizon(self) -> int:
+        """How many runs of the campaign back a reference sample still tells the
+        incumbent's level now (0: any; `REFERENCE_HORIZON`)."""
+        return REFERENCE_HORIZON * self.rule.max_samples
 
     def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
         """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
