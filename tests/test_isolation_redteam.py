@@ -698,8 +698,9 @@ def test_candidate_rewrites_the_harness_on_a_ray_worker_without_a_sandbox(tmp_pa
         "(~/.cache/autoresearch/calibration-v<N>-judge<J>.json, or $AUTORESEARCH_CACHE_DIR) "
         "and read "
         "back as they are: the agent, which runs as the user, rewrites them and the next "
-        "`step` keeps after one run a candidate the honest boundary would measure further "
-        "(verify reads the same file and agrees)"
+        "`step` keeps after one run a candidate the honest boundary would measure further; "
+        "`verify` flags that keep only where it reads honest boundaries (another machine, "
+        "or the file deleted), since it reads the same file"
     ),
 )
 def test_agent_rewrites_the_cached_calibration_and_step_keeps_what_the_rule_would_not(
