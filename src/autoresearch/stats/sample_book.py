@@ -49,7 +49,8 @@ class Recorded(Protocol):
 
 
 def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
-    """Every sample of each version of the code: its own runs plus later re-measurements."""
+    """Every sample of each version of the code: its own runs plus later re-measurements
+    (of one record, the candidate's runs first, then the incumbent's)."""
     groups: dict[str, list[float]] = {}
     for record in list(records):
         if record.commit and record.samples:
@@ -136,6 +137,9 @@ class SampleBook:
         if record.samples or record.incumbent_samples:
             # Its comparison began here (`comparison` learns first): learn as it did.
             self.learn()
+        # The incumbent's re-measurements first, then the candidate's runs: the order the
+        # evaluator stamps them in (`remeasured` during the comparison, `measured` at its
+        # end), so that a resumed campaign and `verify` see the live campaign's clock.
         for commit, samples in reversed(sample_groups([record]).items()):
             self.groups.setdefault(commit, []).extend(samples)
             self.clock.stamp(commit, len(samples))
@@ -186,17 +190,12 @@ class SampleBook:
                 # dropped): compare only with what it measures since.
                 unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
             unbiased = unbiased[-self.rule.max_samples :]
-            horizon = self.horizon()
-            if horizon:
-                fresh = self.clock.since(incumbent, self.clock.now - horizon)
-                unbiased = unbiased[len(unbiased) - min(len(unbiased), fresh) :]
-            return unbiased
+            # Only its runs within the horizon tell the incumbent's level now: they are
+            # the tail of its samples, as both are in the order taken.
+            horizon = REFERENCE_HORIZON * self.rule.max_samples
+            fresh = self.clock.since(incumbent, self.clock.now - horizon)
+            return unbiased[max(0, len(unbiased) - fresh) :]
         return samples
-
-    def horizon(self) -> int:
-        """How many runs of the campaign back a reference sample still tells the
-        incumbent's level now (0: any; `REFERENCE_HORIZON`)."""
-        return REFERENCE_HORIZON * self.rule.max_samples
 
     def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
         """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
