@@ -39,6 +39,8 @@ from pathlib import Path
 from gitrepo import commit_all, git
 
 START = 100.0
+# Every campaign's `min_delta`, in percent: the smallest gain the user asks to keep.
+MIN_DELTA_PCT = 0.5
 # "auto" is `rule = "auto"` under the default `[metric] noise = "auto"` (the estimator
 # follows the noise's learned shape); "auto-time" and "auto-symmetric" fix the estimator
 # with `noise = "time"` (the bench metric is minimized, and its bursts only make it worse)
@@ -49,7 +51,7 @@ RULES = ("auto", "auto-time", "auto-symmetric", "sequential", "strict", "thresho
 def config_text(rule: str, **fields: object) -> str:
     """The campaign file for one bench rule."""
     name, _, noise = rule.partition("-")
-    return CONFIG.format(rule=name, noise=noise or "auto", **fields)
+    return CONFIG.format(rule=name, noise=noise or "auto", min_delta=MIN_DELTA_PCT, **fields)
 
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -332,7 +334,7 @@ noise = "{noise}"
 
 [decision]
 rule = "{rule}"
-min_delta = "0.5%"
+min_delta = "{min_delta}%"
 repeats = 5
 max_samples = 8
 confidence = 0.95
@@ -439,6 +441,8 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
             "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),
             "helpful": sum(1 for e in plan if e > 0),
             "gain": sum(kept_effects),
+            # Gains below min_delta: what the user asked not to keep.
+            "gain_below": sum(e for e in kept_effects if 0 < e < MIN_DELTA_PCT / 100 * START),
             "available": sum(e for e in plan if e > 0),
             "final": true,
             # How the recorded best went: keeps that moved it the wrong way, and those

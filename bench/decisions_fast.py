@@ -12,7 +12,9 @@ Beside them, how the recorded best went: `best back` counts the keeps whose reco
 (the level the comparison judged, as the engine records it) moved the wrong way, `was`
 those where the kept candidate's own mean (what ledgers recorded before) would have, and
 `best err` / `was err` how far the final recorded best is from the kept code's true value
-(mean absolute %).
+(mean absolute %). `below` is the part of `captured` that came from gains smaller than the
+campaigns' `min_delta` (0.5%), which the user asked not to keep: `strict` ignores min_delta,
+the other rules keep only what looks larger than it.
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
         [--scenarios all|goals|others|simulated|traces|untuned|states|more|zoo|every]
@@ -37,6 +39,7 @@ from autoresearch.workspace import Candidate
 from decisions import (
     DATA,
     GOAL_SCENARIOS,
+    MIN_DELTA_PCT,
     MORE_SCENARIOS,
     RULES,
     SCENARIOS,
@@ -154,6 +157,7 @@ def run_campaign(
         "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),
         "helpful": sum(1 for e in plan if e > 0),
         "gain": gain,
+        "gain_below": sum(e for _, e in replica.kept if 0 < e < MIN_DELTA_PCT / 100 * START),
         "available": sum(e for e in plan if e > 0),
         "final": true,
         "keeps": len(kept),
@@ -249,7 +253,8 @@ def captured(t: dict[str, float]) -> float:
 def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> None:
     print(scenario.name)
     print(
-        f"{'rule':<11}{'runs':>8}{'false keeps':>13}{'captured':>10}  {'(min-max)':<13}"
+        f"{'rule':<11}{'runs':>8}{'false keeps':>13}{'captured':>10}  {'(min-max)':<14}"
+        f"{'below':>6}"
         f"{'best back':>13}{'was':>10}{'best err':>10}{'was err':>9}"
     )
     for rule, draws in per_rule.items():
@@ -257,6 +262,7 @@ def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> N
         runs = statistics.fmean(t["runs"] for t in draws)
         false_keeps = statistics.fmean(t["false_keeps"] / t["not_better"] for t in draws)
         keeps = sum(t["keeps"] for t in draws)
+        below = statistics.fmean(t["gain_below"] / t["available"] for t in draws)
         back, was = (int(sum(t[k] for t in draws)) for k in ("best_back", "was_back"))
         errs = [
             100 * sum(t[k] for t in draws) / sum(t["campaigns"] for t in draws)
@@ -264,7 +270,8 @@ def report(scenario: Scenario, per_rule: dict[str, list[dict[str, float]]]) -> N
         ]
         print(
             f"{rule:<11}{runs:>8.0f}{100 * false_keeps:>12.1f}%{statistics.fmean(caps):>10.3f}"
-            f"  ({min(caps):.3f}-{max(caps):.3f}){f'{back}/{int(keeps)}':>13}{was:>10}"
+            f"  ({min(caps):.3f}-{max(caps):.3f}){below:>7.3f}{f'{back}/{int(keeps)}':>13}"
+            f"{was:>10}"
             f"{errs[0]:>9.2f}%{errs[1]:>8.2f}%"
         )
     mine = "auto" if "auto" in per_rule else "sequential"
