@@ -40,8 +40,11 @@ DECIDED = {
     **{status: Verdict.KEEP for status in Status if status.rule_kept},
     Status.REJECTED: Verdict.KEEP,  # parked for approval and turned down at once
 }
-# A failed run stops the comparison where it was: its samples are cut short.
-CUT_SHORT = (Status.CRASH, Status.TIMEOUT)
+# A failed run stops the comparison where it was: its samples are cut short. So does a
+# run killed from outside (twice: `interrupted`), which may also come after the rule
+# decided (a guard's run, the holdout's): then the samples are complete and its verdict,
+# whichever it was, stands unrecorded.
+CUT_SHORT = (Status.CRASH, Status.TIMEOUT, Status.INTERRUPTED)
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,8 @@ def _verdict(record: AttemptRecord, fed: Fed, rule: Rule, simpler: bool = False)
             expected = Verdict.KEEP  # complete samples: the guard found the judge edited
         if status is Status.CRASH and (record.holdout or {}).get("error"):
             expected = Verdict.KEEP  # the rule kept it; the holdout then failed to run
+        if status is Status.INTERRUPTED:
+            return []  # killed after the verdict: a check after the rule was cut short
         if expected is None:
             return [f"recorded {status}, but its samples are complete: the rule gives {decided}"]
         if fed.outcome is not expected and not (simpler and fed.outcome is Verdict.DISCARD):
