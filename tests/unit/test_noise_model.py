@@ -1,6 +1,7 @@
 """The judge on noise it was not tuned on: null candidates are kept within the bound on
-persistent two-state noise and on long bursts, the boundary learned from the campaign's own
-runs follows the procedure, and what `noise = "auto"` learned and chose reaches `status`."""
+persistent two-state noise and on long bursts (not yet on a machine that alternates), the
+boundary learned from the campaign's own runs follows the procedure, and what `noise =
+"auto"` learned and chose reaches `status`."""
 
 from __future__ import annotations
 
@@ -57,6 +58,15 @@ def long_bursts(seed: int) -> Iterator[float]:
         yield 100.0 + rng.gauss(0.0, 1.0) + loss
 
 
+def alternating(seed: int) -> Iterator[float]:
+    """A machine slower by 2% on every other run (a cache or a frequency that alternates),
+    Gaussian 1% besides: candidate and incumbent runs taken in strict turn each fall on one
+    phase, and a null candidate on the fast one looks 2% better at every run."""
+    rng = random.Random(seed)
+    for run in itertools.count():
+        yield 100.0 * (1.02 if run % 2 else 1.0) + rng.gauss(0.0, 1.0)
+
+
 def null_campaign(noise: Iterator[float], attempts: int, book: SampleBook) -> int:
     """A campaign of candidates identical to the incumbent, judged as the evaluator judges
     them (the book's comparison, its samples back into the book, a keep makes the
@@ -88,7 +98,27 @@ def upper_bound(p: float, n: int) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", [two_states, long_bursts], ids=["two states", "long bursts"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param(two_states, id="two states"),
+        pytest.param(long_bursts, id="long bursts"),
+        pytest.param(
+            alternating,
+            id="alternating runs",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "the comparison takes candidate and incumbent runs in strict turn, so on "
+                    "a machine that alternates each side falls on one phase: a null "
+                    "candidate on the fast phase looks better at every run, and the sides' "
+                    "z and the pairs' z both see it (docs/sequential.md, 'Runs taken in "
+                    "strict turn')"
+                ),
+            ),
+        ),
+    ],
+)
 def test_null_candidates_are_kept_within_the_bound(shape: object) -> None:
     """The promise itself: on noise the rule was not tuned on (states that persist for
     runs, bursts that hit consecutive runs), candidates that are not better are kept at
