@@ -242,7 +242,10 @@ def test_the_relay_ends_with_the_command(tmp_path: Path) -> None:
     assert result.returncode == 7 and result.seconds < 20
     from conftest import marked
 
-    assert marked(marker) == [] and marked("relay.py") == []
+    # The relay's command line (and the sandbox's) carries the command, marker included,
+    # so a relay of this command that outlived it is found by the marker; any `relay.py`
+    # would also find another test's relay, running meanwhile beside this one.
+    assert marked(marker) == []
 
 
 def test_without_a_sandbox_allow_is_refused_not_degraded(tmp_path: Path) -> None:
