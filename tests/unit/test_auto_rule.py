@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -153,6 +154,14 @@ def test_noisy_baselines_choose_the_robust_sequential_rule_and_say_why() -> None
     assert (rule.name, rule.estimator) == ("sequential", "time")
     text = describe(auto(), rule, BASELINE, "minimize")
     assert "sequential" in text and "better half" in text and "robust sigma" in text
+
+
+def test_the_plain_means_auto_may_switch_to_are_described_without_failing() -> None:
+    """`noise = "auto"` may choose the plain means as the campaign goes; the decision line
+    the engine then says (and `status` shows) names them and the baseline's spread."""
+    rule = replace(resolve(auto(), BASELINE), estimator="mean")
+    text = describe(auto(), rule, BASELINE, "minimize")
+    assert "plain means" in text and "robust sigma" in text
 
 
 def test_check_recommends_a_rule_and_a_min_delta() -> None:
