@@ -41,6 +41,13 @@ from gitrepo import commit_all, git
 START = 100.0
 # Every campaign's `min_delta`, in percent: the smallest gain the user asks to keep.
 MIN_DELTA_PCT = 0.5
+
+
+def gain_below_min_delta(effects: list[float]) -> float:
+    """The part of kept `effects` smaller than min_delta: what the user asked not to keep."""
+    return sum(e for e in effects if 0 < e < MIN_DELTA_PCT / 100 * START)
+
+
 # "auto" is `rule = "auto"` under the default `[metric] noise = "auto"` (the estimator
 # follows the noise's learned shape); "auto-time" and "auto-symmetric" fix the estimator
 # with `noise = "time"` (the bench metric is minimized, and its bursts only make it worse)
@@ -441,8 +448,7 @@ def run_campaign(job: tuple[Scenario, str, int, int, int]) -> dict[str, float]:
             "missed": sum(1 for i, e in enumerate(plan, 1) if e > 0 and i not in kept),
             "helpful": sum(1 for e in plan if e > 0),
             "gain": sum(kept_effects),
-            # Gains below min_delta: what the user asked not to keep.
-            "gain_below": sum(e for e in kept_effects if 0 < e < MIN_DELTA_PCT / 100 * START),
+            "gain_below": gain_below_min_delta(kept_effects),
             "available": sum(e for e in plan if e > 0),
             "final": true,
             # How the recorded best went: keeps that moved it the wrong way, and those
