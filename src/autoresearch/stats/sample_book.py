@@ -7,6 +7,7 @@ It imports nothing that runs a command.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -89,7 +90,8 @@ class Clock:
 
     def since(self, version: str, time: int) -> int:
         """How many of `version`'s samples were taken after `time`."""
-        return sum(1 for t in self.times.get(version, ()) if t > time)
+        times = self.times.get(version, [])
+        return len(times) - bisect_right(times, time)  # stamped in rising order
 
 
 class SampleBook:
