@@ -46,10 +46,7 @@ def describe(configured: Rule, chosen: Rule, baseline: Sequence[float], directio
             f"{chosen.name}: the baseline's {len(baseline)} runs were identical, an exact "
             f"metric: one run per attempt, kept only if better{delta} (equal is not better)"
         )
-    # The plain means (`noise = "auto"` may choose them) have no clipped spread of their
-    # own: the baseline's spread is said as `robust` sees it.
-    spread_by = "robust" if chosen.estimator == "mean" else chosen.estimator
-    found = robust.robust_sigma([baseline], spread_by, direction)
+    found = robust.robust_sigma([baseline], chosen.estimator, direction)
     center = robust.median(baseline)
     spread = ""
     if found is not None and center:

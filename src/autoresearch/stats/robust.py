@@ -116,10 +116,11 @@ def location(samples: Sequence[float], estimator: str, direction: str, sigma: fl
 
 def inliers(samples: Sequence[float], estimator: str, direction: str, sigma: float) -> list[float]:
     """The samples `robust` and `time` average: within CLIP robust sigmas of the median
-    (both sides), or not beyond the better half's mean by more than CLIP on the worse side."""
-    if sigma <= 0:
-        return list(samples)
+    (both sides), or not beyond the better half's mean by more than CLIP on the worse side.
+    The plain means (`mean`, which `noise = "auto"` may choose) leave none out."""
     estimator = base(estimator)
+    if sigma <= 0 or estimator not in CLIP:
+        return list(samples)
     edge = CLIP[estimator] * sigma
     if estimator == "robust":
         center = median(samples)
