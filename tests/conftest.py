@@ -8,6 +8,7 @@ this process, with the working directory and environment set for the call only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -40,6 +41,12 @@ case "$AUTORESEARCH_ITERATION" in
   *) sed -i 's/^N = .*/N = 3/' calc.py; echo "set N to 3";;
 esac
 """
+
+
+def upper_bound(p: float, n: int) -> float:
+    """The false-keep rate a rule that keeps p of its null candidates stays below in 99% of
+    samples of n (one-sided, normal approximation to the binomial)."""
+    return p + 2.33 * math.sqrt(p * (1 - p) / n)
 
 
 def make_repo(path: Path, files: dict[str, str], commit: bool = True) -> Path:

@@ -6,7 +6,6 @@ learned and chose reaches `status`."""
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from collections.abc import Iterator
 from dataclasses import replace
@@ -26,7 +25,7 @@ from autoresearch.stats.noise_model import Shape, densest_half, residuals
 from autoresearch.stats.sample_book import SampleBook
 from autoresearch.views.status import campaign_status
 from campaigns import campaign_toml
-from conftest import make_repo
+from conftest import make_repo, upper_bound
 from unit.memory import DisturbedExecutor, ScriptedProposer
 
 AUTO = Rule("auto", max_samples=8, confidence=0.95, estimator="robust", adaptive=True)
@@ -89,12 +88,6 @@ def null_campaign(noise: Iterator[float], attempts: int, book: SampleBook) -> in
             book.kept(f"c{i}")
             incumbent = f"c{i}"
     return keeps
-
-
-def upper_bound(p: float, n: int) -> float:
-    """The false-keep rate a rule that keeps p of its null candidates stays below in 99% of
-    samples of n (one-sided, normal approximation to the binomial)."""
-    return p + 2.33 * math.sqrt(p * (1 - p) / n)
 
 
 @pytest.mark.slow
