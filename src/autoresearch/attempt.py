@@ -255,6 +255,36 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class EarlierComparison:
+    """A comparison an attempt went through before the one that decided it: a parallel
+    winner measured against an incumbent replaced since, set aside and measured again.
+    Its runs were real runs of both versions; the noise estimate and the campaign's clock
+    counted them when they were taken, so a resumed campaign and `verify` count them too."""
+
+    commit: str  # the version measured as the candidate
+    parent: str  # the incumbent it was compared with
+    samples: tuple[float, ...] = ()
+    incumbent_samples: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit,
+            "parent": self.parent,
+            "samples": list(self.samples),
+            "incumbent_samples": list(self.incumbent_samples),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EarlierComparison:
+        return cls(
+            str(data["commit"]),
+            str(data["parent"]),
+            tuple(float(v) for v in data.get("samples") or ()),
+            tuple(float(v) for v in data.get("incumbent_samples") or ()),
+        )
+
+
+@dataclass(frozen=True)
 class AttemptRecord:
     """One line of the ledger.
 
@@ -305,6 +335,8 @@ class AttemptRecord:
     hypothesis: str | None = None
     strategy: str | None = None
     judge: int | None = None  # the version of the rule that decided it (none: version 1)
+    # The comparisons before the one that decided it, in the order taken (parallel only).
+    earlier: tuple[EarlierComparison, ...] = ()
     # Keys this version does not know (a newer writer's), kept so nothing read is lost.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -378,6 +410,7 @@ class AttemptRecord:
             hypothesis=take("hypothesis"),
             strategy=take("strategy"),
             judge=_opt_int(take("judge")),
+            earlier=tuple(EarlierComparison.from_json(e) for e in take("earlier") or ()),
         )
         return replace(record, extra=known) if known else record
 
@@ -424,6 +457,7 @@ class AttemptRecord:
             ("slot", self.slot),
             ("combined", None if self.combined is None else list(self.combined)),
             ("judge", self.judge),
+            ("earlier", [e.to_json() for e in self.earlier] or None),
         ]
         out.update((k, v) for k, v in optional if v is not None)
         if self.closed:

@@ -89,3 +89,38 @@ def test_status_properties() -> None:
     assert Status.SUPERSEDED.measured and Status.MERGED.measured
     assert not Status.SUPERSEDED.is_failure and not Status.MERGED.is_failure
     assert Status.SUPERSEDED.counts_toward_plateau and not Status.MERGED.counts_toward_plateau
+
+
+def test_a_set_aside_comparison_round_trips_and_counts_in_the_book() -> None:
+    """The runs of a comparison an attempt went through before its own are in its record,
+    and the book rebuilt from the ledger holds what the live book was given, in order."""
+    from autoresearch.stats.decide import Rule
+    from autoresearch.stats.sample_book import SampleBook
+
+    data = {
+        "iteration": 2,
+        "status": "keep",
+        "metric": 9.0,
+        "commit": "w",
+        "parent": "b",
+        "samples": [9.0, 9.1],
+        "incumbent_samples": [10.0],
+        "earlier": [
+            {"commit": "w", "parent": "a", "samples": [9.2], "incumbent_samples": [10.4, 10.2]}
+        ],
+    }
+    record = AttemptRecord.from_json(data)
+    assert record.to_json()["earlier"] == data["earlier"]
+    rule = Rule("sequential")
+    live = SampleBook(rule, "minimize")
+    for value in (10.4, 10.2):
+        live.remeasured("a", value)
+    live.measured("w", [9.2])
+    live.remeasured("b", 10.0)
+    live.measured("w", [9.0, 9.1])
+    live.kept("w")
+    book = SampleBook(rule, "minimize")
+    book.take(record)
+    assert book.groups == live.groups == {"a": [10.4, 10.2], "w": [9.2, 9.0, 9.1], "b": [10.0]}
+    assert book.clock.times == live.clock.times
+    assert (book.selected, book.own) == (live.selected, live.own)

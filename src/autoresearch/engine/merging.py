@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import replace
 
-from autoresearch.attempt import Incumbent, Status
+from autoresearch.attempt import EarlierComparison, Incumbent, Status
 from autoresearch.engine.procedure import STOPPED, Task
 from autoresearch.engine.queue import Again, Queued, Why
 from autoresearch.engine.recording import NOT_FINISHED, Judged, Steps
@@ -71,7 +71,13 @@ def merged(
         f"{alone}; its change merged onto {current.commit[:12]} (with {names}) and measured again"
     )
     again = Again(
-        replace(steps, collected=combination, outcome=NOT_FINISHED, note=note),
+        replace(
+            steps,
+            collected=combination,
+            outcome=NOT_FINISHED,
+            note=note,
+            earlier=set_aside(steps, task),
+        ),
         current,
         combined=combined,
         alone=alone,
@@ -101,13 +107,36 @@ def alone(workspace: Workspace, task: Task, steps: Steps, current: Incumbent) ->
         f"measured again alone against {current.commit[:12]}"
     )
     again = Again(
-        replace(steps, collected=original, outcome=NOT_FINISHED, note=note),
+        replace(
+            steps,
+            collected=original,
+            outcome=NOT_FINISHED,
+            note=note,
+            earlier=set_aside(steps, task),
+        ),
         current,
         alone=before.alone,
         original=original,
         retried_alone=True,
     )
     return Queued(Why.ALONE, again=again)
+
+
+def set_aside(steps: Steps, task: Task) -> tuple[EarlierComparison, ...]:
+    """The comparisons the attempt has been through, the one in `steps` last: what its
+    record carries so that the runs of a set-aside comparison are not lost."""
+    outcome, collected = steps.outcome, steps.collected
+    assert isinstance(outcome, Judged) and collected is not None
+    measured = outcome.measured
+    if collected.commit is None or not (measured.samples or measured.incumbent_samples):
+        return steps.earlier
+    this = EarlierComparison(
+        collected.commit,
+        task.start.commit,
+        tuple(measured.samples),
+        tuple(measured.incumbent_samples),
+    )
+    return (*steps.earlier, this)
 
 
 def _again(task: Task) -> Again | None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from autoresearch.attempt import AttemptRecord, Cost, Incumbent, Screened, Status, Timings
+from autoresearch.attempt import (
+    AttemptRecord,
+    Cost,
+    EarlierComparison,
+    Incumbent,
+    Screened,
+    Status,
+    Timings,
+)
 from autoresearch.learning.guidance import Guidance
 from autoresearch.measure.evaluation import Evaluation
 from autoresearch.measure.metrics import ledger_field
@@ -59,6 +67,8 @@ class Steps:
     guidance: Guidance | None = None  # what the engine asked the proposer for
     rework_of: int | None = None  # the attempt whose candidate this try fixes
     approval_of: int | None = None  # the parked attempt an approval re-checks
+    # Comparisons taken before the one in `outcome`, set aside (`merging`).
+    earlier: tuple[EarlierComparison, ...] = ()
 
 
 def attempt_record(
@@ -97,6 +107,7 @@ def attempt_record(
         holdout=outcome.holdout if isinstance(outcome, Judged) else None,
         rework_of=steps.rework_of,
         approval_of=steps.approval_of,
+        earlier=steps.earlier,
         closed=True,
         delta=judged_delta(before.metric, measured),
         best=after.metric,

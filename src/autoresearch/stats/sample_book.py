@@ -29,9 +29,8 @@ class Kind(Protocol):
     def kept_change(self) -> bool: ...
 
 
-class Recorded(Protocol):
-    """The fields of a ledger record the book reads (`attempt.AttemptRecord` has them):
-    the statistics import nothing else of the package."""
+class Compared(Protocol):
+    """One comparison's runs: the candidate `commit`'s and the incumbent `parent`'s."""
 
     @property
     def commit(self) -> str | None: ...
@@ -45,20 +44,39 @@ class Recorded(Protocol):
     @property
     def incumbent_samples(self) -> Sequence[float] | None: ...
 
+
+class Recorded(Compared, Protocol):
+    """The fields of a ledger record the book reads (`attempt.AttemptRecord` has them):
+    the statistics import nothing else of the package. `earlier` holds the comparisons
+    the attempt went through before its own (a parallel winner set aside)."""
+
     @property
     def status(self) -> Kind: ...
+
+    @property
+    def earlier(self) -> Sequence[Compared]: ...
+
+
+def comparisons(record: Recorded) -> list[Compared]:
+    """The comparisons of one record, in the order they were taken."""
+    return [*record.earlier, record]
 
 
 def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
     """Every sample of each version of the code: its own runs plus later re-measurements
-    (of one record, the candidate's runs first, then the incumbent's)."""
+    (of one comparison, the candidate's runs first, then the incumbent's)."""
     groups: dict[str, list[float]] = {}
     for record in list(records):
-        if record.commit and record.samples:
-            groups.setdefault(record.commit, []).extend(record.samples)
-        if record.parent and record.incumbent_samples:
-            groups.setdefault(record.parent, []).extend(record.incumbent_samples)
+        for part in comparisons(record):
+            _add(groups, part)
     return groups
+
+
+def _add(groups: dict[str, list[float]], part: Compared) -> None:
+    if part.commit and part.samples:
+        groups.setdefault(part.commit, []).extend(part.samples)
+    if part.parent and part.incumbent_samples:
+        groups.setdefault(part.parent, []).extend(part.incumbent_samples)
 
 
 # A reference sample taken more than this many times `max_samples` runs of the campaign ago
@@ -136,21 +154,26 @@ class SampleBook:
 
     def take(self, record: Recorded) -> None:
         """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
-        if record.samples or record.incumbent_samples:
-            # Its comparison began here (`comparison` learns first): learn as it did.
-            self.learn()
-        # The incumbent's re-measurements first, then the candidate's runs: the order the
-        # evaluator stamps them in (`remeasured` during the comparison, `measured` at its
-        # end), so that a resumed campaign and `verify` see the live campaign's clock.
-        for commit, samples in reversed(sample_groups([record]).items()):
-            self.groups.setdefault(commit, []).extend(samples)
-            self.clock.stamp(commit, len(samples))
+        for part in comparisons(record):
+            if part.samples or part.incumbent_samples:
+                # A comparison began here (`comparison` learns first): learn as it did.
+                self.learn()
+            # The incumbent's re-measurements first, then the candidate's runs: the order
+            # the evaluator stamps them in (`remeasured` during the comparison, `measured`
+            # at its end), so that a resumed campaign and `verify` see the live clock.
+            groups: dict[str, list[float]] = {}
+            _add(groups, part)
+            for commit, samples in reversed(groups.items()):
+                self.groups.setdefault(commit, []).extend(samples)
+                self.clock.stamp(commit, len(samples))
         baseline = record.status.sets_best and not record.status.kept_change
         if baseline:
             self.first = list(record.samples or ())
             self.rule = resolve(self.configured, self.first, self.direction)
         if record.commit and record.status.sets_best:
-            count = len(record.samples or ())
+            # Every sample it has selected it (`kept`): a winner measured again alone after
+            # a set-aside comparison has the runs of both.
+            count = len(self.groups.get(record.commit, []))
             self.own[record.commit] = count
             if not baseline:
                 self.selected[record.commit] = count
@@ -171,10 +194,12 @@ class SampleBook:
         self.clock.stamp(incumbent, 1)
 
     def measured(self, commit: str, samples: list[float]) -> None:
-        """The candidate `commit` was measured (decided, or cut short by a failure)."""
+        """The candidate `commit` was measured (decided, or cut short by a failure). A
+        version measured again (a winner set aside, then measured alone; a candidate
+        resumed) keeps the runs of both: all were runs of its code."""
         if samples:
-            self.groups[commit] = list(samples)
-            self.clock.restamp(commit, len(samples))
+            self.groups.setdefault(commit, []).extend(samples)
+            self.clock.stamp(commit, len(samples))
 
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
