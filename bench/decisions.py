@@ -82,6 +82,12 @@ class Scenario:
     # The frequency states' odds of switching at a run: from the fast state, from the slow.
     switch: tuple[float, float] = (0.3, 0.3)
     wander_pct: float = 0.0  # the sd of the machine's wandering speed (ar1), %
+    # An artifact that follows the order of runs (ORDER_SCENARIOS, `order_artifact`): its
+    # kind and numbers, as (key, value) pairs.
+    order: tuple[tuple[str, object], ...] = ()
+    # What the noise draws are keyed by instead of the name: the order shapes share one
+    # key, so that every shape meets the same Gaussian draws and only its artifact differs.
+    draws: str = ""
 
 
 SCENARIOS = (
@@ -189,6 +195,80 @@ MORE_SCENARIOS = (
         for pct in (2.0, 5.0)
     ),
 )
+# Artifacts that follow the order of runs, on Gaussian noise of 1% with the realistic
+# effects: every other run of the campaign slower; a run slower when its version differs
+# from (or is the same as) the last run's; a run carrying part of the excess of slower
+# runs before it (heat), or of the last run's difference both ways; a job every 7th or 3rd
+# run; a candidate whose runs are three times as variable as the incumbent's; the first
+# run of each attempt slower (the proposer's work evicted the caches).
+ORDER_SCENARIOS = tuple(
+    Scenario(name, "gauss", 1.0, 4.0, plan="realistic", order=tuple(order), draws="redteam")
+    for name, order in (
+        ("control: no artifact (gauss 1%, realistic effects)", ()),
+        *(
+            (
+                f"parity +{pct:g}% (every even run of the campaign {pct:g}% slower; gauss 1%)",
+                (("kind", "parity"), ("pct", pct)),
+            )
+            for pct in (1.0, 2.0, 5.0)
+        ),
+        *(
+            (
+                f"switch +{pct:g}% (a run whose version differs from the last run's {pct:g}% "
+                "slower)",
+                (("kind", "switch"), ("pct", pct)),
+            )
+            for pct in (2.0, 5.0)
+        ),
+        *(
+            (
+                f"same +{pct:g}% (a run of the same version as the last run {pct:g}% slower)",
+                (("kind", "same"), ("pct", pct)),
+            )
+            for pct in (2.0, 5.0)
+        ),
+        (
+            "thermal 0.5 (a run after a slower version: + 0.5 of its excess)",
+            (("kind", "thermal"), ("share", 0.5), ("weights", (1.0,))),
+        ),
+        (
+            "thermal 1.0 (a run after a slower version: + all of its excess)",
+            (("kind", "thermal"), ("share", 1.0), ("weights", (1.0,))),
+        ),
+        (
+            "thermal lasting (+0.5/0.25/0.125 of the excess of the 3 runs before)",
+            (("kind", "thermal"), ("share", 1.0), ("weights", (0.5, 0.25, 0.125))),
+        ),
+        (
+            "thermal symmetric 0.5 (a run carries 0.5 of the last run's difference, both ways)",
+            (("kind", "thermal_sym"), ("share", 0.5)),
+        ),
+        *(
+            (
+                f"periodic job every 7 runs +{pct:g}%",
+                (("kind", "period"), ("every", 7), ("pct", pct)),
+            )
+            for pct in (5.0, 20.0)
+        ),
+        (
+            "period 3 +5% (every third run 5% slower)",
+            (("kind", "period"), ("every", 3), ("pct", 5.0)),
+        ),
+        (
+            "variance x3 on half the versions (odd candidate ids; kept ones keep it)",
+            (("kind", "variance"), ("times", 3.0)),
+        ),
+        (
+            "variance x3 on every changed version (all but the start)",
+            (("kind", "variance_all"), ("times", 3.0)),
+        ),
+        (
+            "first run of each attempt +3% (the proposer's work evicts caches)",
+            (("kind", "attempt_first"), ("pct", 3.0)),
+        ),
+        ("first run of each attempt +8%", (("kind", "attempt_first"), ("pct", 8.0))),
+    )
+)
 GOAL_SCENARIOS = SCENARIOS[:2]
 ZOO = SCENARIOS + TRACE_SCENARIOS
 # The share of runs inside a burst, the mean burst length and its loss in effect units.
@@ -207,7 +287,10 @@ def load_trace(name: str) -> list[float]:
 
 def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: int) -> dict:
     """What the metric needs to draw a campaign's noise, and its counters."""
-    key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
+    if scenario.draws:
+        key = f"{scenario.draws}/{campaign}/{noise_seed}"
+    else:
+        key = f"{scenario.name}/{campaign}" + (f"/{noise_seed}" if noise_seed else "")
     return {
         "runs": 0,
         "per_version": {},
@@ -233,6 +316,11 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "attempts": attempts,
         "kept": 0,  # keeps so far, as the in-process bench tells them
         "kept_seen": 0,
+        # An order artifact's parameters, and what it remembers: (version, true value) of
+        # every run so far, and the attempt of the last run.
+        "order": {k: list(v) if isinstance(v, tuple) else v for k, v in scenario.order},
+        "history": [],
+        "last_iteration": -1,
     }
 
 
@@ -295,7 +383,43 @@ def measurement(s: dict, version: str, effects: list) -> float:
         s["kept_seen"] = s["kept"]
         factor = 1.6
     drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
-    return float(f"{(true * drift + scale * e + loss) * factor:.6f}")
+    value = float(f"{(true * drift + scale * e + loss) * factor:.6f}")
+    return order_artifact(s, version, true, value) if s.get("order") else value
+
+
+def order_artifact(s: dict, version: str, true: float, value: float) -> float:
+    """`value` with the scenario's order artifact (ORDER_SCENARIOS), computed from what
+    the campaign knows at this run: its index, the version measured, the last run's
+    version and the true values of both, the attempt."""
+    art = s["order"]
+    run = s["runs"]
+    history = s["history"]
+    prev = history[-1] if history else None
+    factor, add = 1.0, 0.0
+    kind = art.get("kind")
+    slower = (
+        (kind == "parity" and run % 2 == 0)
+        or (kind == "switch" and prev is not None and prev[0] != version)
+        or (kind == "same" and prev is not None and prev[0] == version)
+        or (kind == "period" and run % art.get("every", 1) == 0)
+        or (kind == "attempt_first" and s["iteration"] != s["last_iteration"])
+    )
+    if slower:
+        factor = 1 + art["pct"] / 100
+    if kind == "thermal":
+        before = reversed(history[-len(art["weights"]) :])
+        for w, back in zip(art["weights"], before, strict=False):
+            add += art["share"] * w * max(0.0, back[1] - true)
+    elif kind == "thermal_sym" and prev is not None:
+        add = art["share"] * (prev[1] - true)
+    noisier = version != "0" and (
+        kind == "variance_all" or (kind == "variance" and int(version) % 2 == 1)
+    )
+    if noisier:
+        value = true + art["times"] * (value - true)
+    s["last_iteration"] = s["iteration"]
+    history.append((version, true))
+    return float(f"{(value + add) * factor:.6f}")
 
 
 # metric.py: `measurement` itself, on the state file; the version measured is the last
@@ -305,6 +429,8 @@ METRIC = (
     "sys.dont_write_bytecode = True\n"
     "import model\n\n"
     + inspect.getsource(measurement)
+    + "\n\n"
+    + inspect.getsource(order_artifact)
     + """
 state = os.environ["BENCH_STATE"]
 with open(state) as f:

@@ -26,6 +26,7 @@ import argparse
 import statistics
 import tomllib
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from decisions import (
     DATA,
     GOAL_SCENARIOS,
     MORE_SCENARIOS,
+    ORDER_SCENARIOS,
     RULES,
     SCENARIOS,
     START,
@@ -69,6 +71,7 @@ class Replica:
         self.kept: list[tuple[int, float]] = []  # (candidate, true effect), as in model.py
         self.candidate: tuple[int, float] | None = None
         self.showing_incumbent = False
+        self.runs: list[tuple[str, float]] = []  # ("C" or "I", value) of every run
 
     def settle(self) -> None:
         pass
@@ -85,6 +88,8 @@ class Replica:
             lines.append(self.candidate)
         version = str(lines[-1][0]) if lines else "0"
         value = measurement(self.state, version, [effect for _, effect in lines])
+        side = "C" if self.candidate is not None and not self.showing_incumbent else "I"
+        self.runs.append((side, value))
         return Measurement("ok", value, 0.0, "", log_stem)
 
 
@@ -98,9 +103,15 @@ class _Unchanged(Fingerprint):
 
 
 def run_campaign(
-    scenario: Scenario, rule: str, campaign: int, attempts: int, noise_seed: int = 0
+    scenario: Scenario,
+    rule: str,
+    campaign: int,
+    attempts: int,
+    noise_seed: int = 0,
+    kept_not_better: list[dict[str, Any]] | None = None,
 ) -> dict[str, float]:
-    """One campaign of bench/decisions.py, with the same result row."""
+    """One campaign of bench/decisions.py, with the same result row; every candidate kept
+    that was not better is described in `kept_not_better`, when given."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = config_text(
@@ -133,8 +144,22 @@ def run_campaign(
     for i, effect in enumerate(plan, 1):
         replica.candidate = (i, effect)
         replica.state["iteration"] = i
+        start = len(replica.runs)
+        option = evaluator.book.rule.option
         measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
+        if kept_not_better is not None and measured.verdict is Verdict.KEEP and effect <= 0:
+            kept_not_better.append(
+                {
+                    "campaign": campaign,
+                    "draw": noise_seed,
+                    "iteration": i,
+                    "effect": effect,
+                    "option": "/".join(map(str, option)),
+                    "reason": measured.reason,
+                    "runs": replica.runs[start:],
+                }
+            )
         if measured.verdict is Verdict.KEEP and not measured.failure:
             incumbent = f"c{i}"
             evaluator.kept(incumbent)
@@ -187,6 +212,7 @@ SCENARIO_SETS: dict[str, tuple[Scenario, ...]] = {
     "untuned": UNTUNED_SCENARIOS,
     "states": STATES_SCENARIOS,
     "more": MORE_SCENARIOS,
+    "order": ORDER_SCENARIOS,
     "zoo": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS,
     "every": SCENARIOS + TRACE_SCENARIOS + UNTUNED_SCENARIOS + STATES_SCENARIOS + MORE_SCENARIOS,
 }
@@ -194,7 +220,8 @@ SCENARIO_HELP = (
     "all (the noise zoo: simulated and replayed traces); goals (the two Gaussian levels); "
     "others (the simulated rest); simulated; traces; untuned (shapes the rules were not "
     "tuned on); states (the frequency states in other gaps and ways of switching); more "
-    "(skewed noise, a wandering speed); zoo (all and untuned); every (zoo, states and more)"
+    "(skewed noise, a wandering speed); order (artifacts that follow the order of runs); zoo "
+    "(all and untuned); every (zoo, states and more)"
 )
 
 
@@ -221,6 +248,12 @@ def main() -> None:
     )
     parser.add_argument("--rules", default="auto,auto-time,sequential,strict,repeats")
     parser.add_argument("--only", default="", help="scenarios whose name contains this")
+    parser.add_argument("--jobs", type=positive, default=1, help="campaigns run at once")
+    parser.add_argument(
+        "--reasons",
+        action="store_true",
+        help="print every candidate `auto` kept that was not better: why, and its runs",
+    )
     args = parser.parse_args()
     unknown = set(args.rules.split(",")) - set(RULES)
     if unknown:
@@ -231,19 +264,50 @@ def main() -> None:
         f"{args.campaigns} campaigns x {args.attempts} attempts, noise draws 0 to "
         f"{args.noise_seeds - 1} (draw 0 is bench/decisions.py's); means over the draws\n"
     )
-    for scenario in scenarios:
-        per_rule: dict[str, list[dict[str, float]]] = {}
-        for rule in rules:
-            per_rule[rule] = [
-                totals(
-                    [
-                        run_campaign(scenario, rule, c, args.attempts, seed)
-                        for c in range(args.campaigns)
-                    ]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for scenario in scenarios:
+            per_rule: dict[str, list[dict[str, float]]] = {}
+            for rule in rules:
+                jobs = [
+                    (scenario, rule, c, args.attempts, seed, args.reasons and rule == "auto")
+                    for seed in range(args.noise_seeds)
+                    for c in range(args.campaigns)
+                ]
+                done = list(
+                    pool.map(campaign_job, jobs) if args.jobs > 1 else map(campaign_job, jobs)
                 )
-                for seed in range(args.noise_seeds)
-            ]
-        report(scenario, per_rule)
+                per_rule[rule] = [
+                    totals(
+                        [
+                            row
+                            for row, _ in done[seed * args.campaigns : (seed + 1) * args.campaigns]
+                        ]
+                    )
+                    for seed in range(args.noise_seeds)
+                ]
+                for _, found in done:
+                    print_reasons(found)
+            report(scenario, per_rule)
+
+
+def campaign_job(
+    job: tuple[Scenario, str, int, int, int, bool],
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """One campaign (for a pool of processes), and its kept not-better candidates when
+    asked for them."""
+    scenario, rule, campaign, attempts, seed, reasons = job
+    found: list[dict[str, Any]] | None = [] if reasons else None
+    row = run_campaign(scenario, rule, campaign, attempts, seed, found)
+    return row, found or []
+
+
+def print_reasons(found: list[dict[str, Any]]) -> None:
+    for d in found:
+        runs = " ".join(f"{side}:{value:.2f}" for side, value in d["runs"])
+        print(
+            f"  kept, not better: campaign {d['campaign']} draw {d['draw']} #{d['iteration']} "
+            f"effect {d['effect']:+.3f} [{d['option']}] {d['reason']}\n      runs {runs}"
+        )
 
 
 def captured(t: dict[str, float]) -> float:

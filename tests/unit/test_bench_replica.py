@@ -28,6 +28,8 @@ def test_replica_matches_the_engine(rule: str, scenario: int) -> None:
         ("auto", decisions.UNTUNED_SCENARIOS[3]),
         ("auto", decisions.UNTUNED_SCENARIOS[0]),
         ("strict", decisions.STATES_SCENARIOS[-1]),
+        ("auto", decisions.ORDER_SCENARIOS[9]),
+        ("auto", decisions.ORDER_SCENARIOS[-1]),
     ],
 )
 def test_replica_matches_the_engine_on_an_untuned_shape(
@@ -36,7 +38,9 @@ def test_replica_matches_the_engine_on_an_untuned_shape(
     """The level shift halfway follows the attempt (AUTORESEARCH_ITERATION in the engine,
     the replica's own count); the bursts keep one magnitude per burst. The recorded best's
     figures (its moves, its error) come from the engine's ledger and from the replica's
-    evaluator alike. The frequency states switch with odds that depend on the state."""
+    evaluator alike. The frequency states switch with odds that depend on the state. An
+    order artifact remembers the runs before it (in metric.py's state file, the replica's
+    state)."""
     engine = decisions.run_campaign((chosen, rule, 3, 8, 0))
     replica = decisions_fast.run_campaign(chosen, rule, 3, 8)
     assert replica == pytest.approx(engine)
