@@ -1,5 +1,6 @@
 """The judge on noise it was not tuned on: null candidates are kept within the bound on
-persistent two-state noise, on long bursts and on a machine that alternates, the boundary
+persistent two-state noise, on long bursts and on a machine that alternates (not yet on a
+candidate less steady than the incumbent: an expected failure), the boundary
 learned from the campaign's own runs follows the procedure, and what `noise = "auto"`
 learned and chose reaches `status`."""
 
@@ -106,6 +107,58 @@ def test_null_candidates_are_kept_within_the_bound(shape: object) -> None:
     kept = sum(
         null_campaign(shape(seed), attempts, SampleBook(AUTO, "minimize"))
         for seed in range(campaigns)
+    )
+    n = campaigns * attempts
+    assert kept / n <= upper_bound(0.05, n), f"{kept} of {n} null candidates kept"
+
+
+def wider_campaign(seed: int, attempts: int, book: SampleBook) -> int:
+    """A campaign of candidates no better than the incumbent, every other one (and every
+    incumbent it became) with runs three times as variable: a change can make the code less
+    steady without making it faster. Its luckiest runs must not pass for a gain. How many
+    were kept."""
+    rng = random.Random(seed)
+
+    def run(version: str) -> float:
+        wide = version != "c0" and int(version[1:]) % 2 == 1
+        return 100.0 + (3.0 if wide else 1.0) * rng.gauss(0.0, 1.0)
+
+    book.baseline("c0", [run("c0") for _ in range(4)])
+    incumbent, keeps = "c0", 0
+    for i in range(1, attempts + 1):
+        test = book.comparison(incumbent)
+        candidate: list[float] = []
+        while isinstance(side := test.next(), Side):
+            if side is Side.INCUMBENT:
+                value = run(incumbent)
+                book.remeasured(incumbent, value)
+            else:
+                value = run(f"c{i}")
+                candidate.append(value)
+            test.add(value)
+        book.measured(f"c{i}", candidate)
+        if test.verdict is Verdict.KEEP:
+            keeps += 1
+            book.kept(f"c{i}")
+            incumbent = f"c{i}"
+    return keeps
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the pooled noise is mostly other versions': a candidate three times as variable "
+        "is kept on its luckiest runs, 33 of 400 under judge 8 (docs/sequential.md, 'A "
+        "candidate less steady than the incumbent')"
+    ),
+)
+def test_candidates_whose_runs_spread_wider_are_kept_within_the_bound() -> None:
+    """The promise on a candidate less steady than the incumbent (the pooled noise, mostly
+    other versions', is narrower than its runs): kept at most 1 - confidence of the time."""
+    campaigns, attempts = 10, 40
+    kept = sum(
+        wider_campaign(seed, attempts, SampleBook(AUTO, "minimize")) for seed in range(campaigns)
     )
     n = campaigns * attempts
     assert kept / n <= upper_bound(0.05, n), f"{kept} of {n} null candidates kept"
