@@ -17,7 +17,8 @@ campaigns' `min_delta` (0.5%), which the user asked not to keep: `strict` ignore
 the other rules keep only what looks larger than it.
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
-        [--scenarios all|goals|others|simulated|traces|untuned|states|more|zoo|every]
+        [--scenarios all|goals|others|simulated|traces|untuned|states|more|order|zoo|every]
+        [--rules auto,strict,...] [--only TEXT] [--jobs 2] [--reasons]
 """
 
 from __future__ import annotations
