@@ -265,6 +265,7 @@ class EarlierComparison:
     parent: str  # the incumbent it was compared with
     samples: tuple[float, ...] = ()
     incumbent_samples: tuple[float, ...] = ()
+    metric_runs: int = 0  # every metric run it cost, failed ones too
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -272,6 +273,7 @@ class EarlierComparison:
             "parent": self.parent,
             "samples": list(self.samples),
             "incumbent_samples": list(self.incumbent_samples),
+            "metric_runs": self.metric_runs,
         }
 
     @classmethod
@@ -281,6 +283,7 @@ class EarlierComparison:
             str(data["parent"]),
             tuple(float(v) for v in data.get("samples") or ()),
             tuple(float(v) for v in data.get("incumbent_samples") or ()),
+            int(data.get("metric_runs") or 0),
         )
 
 

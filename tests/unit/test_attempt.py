@@ -106,7 +106,13 @@ def test_a_set_aside_comparison_round_trips_and_counts_in_the_book() -> None:
         "samples": [9.0, 9.1],
         "incumbent_samples": [10.0],
         "earlier": [
-            {"commit": "w", "parent": "a", "samples": [9.2], "incumbent_samples": [10.4, 10.2]}
+            {
+                "commit": "w",
+                "parent": "a",
+                "samples": [9.2],
+                "incumbent_samples": [10.4, 10.2],
+                "metric_runs": 3,
+            }
         ],
     }
     record = AttemptRecord.from_json(data)

@@ -232,6 +232,9 @@ def test_a_set_aside_winner_leaves_nothing_in_the_book_the_ledger_does_not_hold(
     assert later.note and "measured again alone" in later.note, later
     # Both comparisons before the last are in its record: against the baseline, merged.
     assert [e.parent for e in later.earlier] == [records[0].commit, first.commit], later
+    # Every run the attempt cost is in its count, the set-aside comparisons' too.
+    runs = [len(c.samples or ()) + len(c.incumbent_samples or ()) for c in [*later.earlier, later]]
+    assert later.metric_runs == sum(runs), (later.metric_runs, runs)
     assert verify_campaign(repo, state_dir(repo), "t").ok
     assert_same_book(engine, records)
 

@@ -135,6 +135,7 @@ def set_aside(steps: Steps, task: Task) -> tuple[EarlierComparison, ...]:
         task.start.commit,
         tuple(measured.samples),
         tuple(measured.incumbent_samples),
+        measured.runs,
     )
     return (*steps.earlier, this)
 

@@ -101,7 +101,7 @@ def attempt_record(
         note=steps.note or _head_note(collected),
         diffstat=collected.diffstat if collected else None,
         **_proposal_fields(steps.proposal),
-        **_measured_fields(measured),
+        **_measured_fields(measured, steps.earlier),
         previous_best=before.metric if outcome.status is Status.KEEP else None,
         lines=outcome.lines if isinstance(outcome, Judged) else None,
         holdout=outcome.holdout if isinstance(outcome, Judged) else None,
@@ -184,13 +184,17 @@ def _proposal_fields(proposal: Proposal | None) -> dict[str, Any]:
     }
 
 
-def _measured_fields(measured: Evaluation | None) -> dict[str, Any]:
+def _measured_fields(
+    measured: Evaluation | None, earlier: tuple[EarlierComparison, ...] = ()
+) -> dict[str, Any]:
+    # `metric_runs` is every run the attempt cost: a set-aside comparison's too.
+    before = sum(e.metric_runs for e in earlier)
     if measured is None:
-        return {}
+        return {"metric_runs": before} if earlier else {}
     return {
         "samples": tuple(measured.samples),
         "incumbent_samples": tuple(measured.incumbent_samples) or None,
-        "metric_runs": measured.runs,
+        "metric_runs": measured.runs + before,
         "judge_cost": _judge_cost(measured),
         "metrics": ledger_field(measured.secondary, measured.incumbent_secondary),
     }
