@@ -278,6 +278,9 @@ class EarlierComparison:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EarlierComparison:
+        if not isinstance(data, dict) or "commit" not in data or "parent" not in data:
+            # What the ledger's readers turn into one sentence naming the line.
+            raise ValueError("an earlier comparison needs its commit and parent")
         return cls(
             str(data["commit"]),
             str(data["parent"]),

@@ -22,7 +22,15 @@ def edit_line(repo: Path, index: int, **changes: object) -> None:
 
 @pytest.mark.parametrize(
     "changes",
-    [{"status": "bogus"}, {"metric": "x"}, {"samples": 5}, {"iteration": "[/x]"}],
+    [
+        {"status": "bogus"},
+        {"metric": "x"},
+        {"samples": 5},
+        {"iteration": "[/x]"},
+        {"earlier": [1]},
+        {"earlier": [{"parent": "x"}]},
+        {"earlier": 3},
+    ],
 )
 @pytest.mark.parametrize("command", [["status"], ["log"], ["show", "1"], ["report"], ["list"]])
 def test_readers_name_the_bad_line_in_one_sentence(
