@@ -16,7 +16,7 @@ from dataclasses import replace
 from autoresearch.attempt import EarlierComparison, Incumbent, Status
 from autoresearch.engine.procedure import STOPPED, Task
 from autoresearch.engine.queue import Again, Queued, Why
-from autoresearch.engine.recording import NOT_FINISHED, Judged, Steps
+from autoresearch.engine.recording import NOT_FINISHED, Collected, Judged, Steps
 from autoresearch.errors import GitError
 from autoresearch.gitcmd import IDENTITY
 from autoresearch.measure.evaluation import Evaluation
@@ -71,13 +71,7 @@ def merged(
         f"{alone}; its change merged onto {current.commit[:12]} (with {names}) and measured again"
     )
     again = Again(
-        replace(
-            steps,
-            collected=combination,
-            outcome=NOT_FINISHED,
-            note=note,
-            earlier=set_aside(steps, task),
-        ),
+        measured_again(steps, task, combination, note),
         current,
         combined=combined,
         alone=alone,
@@ -107,13 +101,7 @@ def alone(workspace: Workspace, task: Task, steps: Steps, current: Incumbent) ->
         f"measured again alone against {current.commit[:12]}"
     )
     again = Again(
-        replace(
-            steps,
-            collected=original,
-            outcome=NOT_FINISHED,
-            note=note,
-            earlier=set_aside(steps, task),
-        ),
+        measured_again(steps, task, original, note),
         current,
         alone=before.alone,
         original=original,
@@ -122,22 +110,23 @@ def alone(workspace: Workspace, task: Task, steps: Steps, current: Incumbent) ->
     return Queued(Why.ALONE, again=again)
 
 
-def set_aside(steps: Steps, task: Task) -> tuple[EarlierComparison, ...]:
-    """The comparisons the attempt has been through, the one in `steps` last: what its
-    record carries so that the runs of a set-aside comparison are not lost."""
-    outcome, collected = steps.outcome, steps.collected
-    assert isinstance(outcome, Judged) and collected is not None
+def measured_again(steps: Steps, task: Task, collected: Collected, note: str) -> Steps:
+    """The attempt's steps to measure `collected` again: not yet judged, and carrying the
+    comparison just set aside (after any before it), so that its runs are not lost."""
+    outcome, measured_commit = steps.outcome, steps.collected
+    assert isinstance(outcome, Judged) and measured_commit is not None
     measured = outcome.measured
-    if collected.commit is None or not (measured.samples or measured.incumbent_samples):
-        return steps.earlier
-    this = EarlierComparison(
-        collected.commit,
-        task.start.commit,
-        tuple(measured.samples),
-        tuple(measured.incumbent_samples),
-        measured.runs,
-    )
-    return (*steps.earlier, this)
+    earlier = steps.earlier
+    if measured_commit.commit is not None and (measured.samples or measured.incumbent_samples):
+        this = EarlierComparison(
+            measured_commit.commit,
+            task.start.commit,
+            tuple(measured.samples),
+            tuple(measured.incumbent_samples),
+            measured.runs,
+        )
+        earlier = (*earlier, this)
+    return replace(steps, collected=collected, outcome=NOT_FINISHED, note=note, earlier=earlier)
 
 
 def _again(task: Task) -> Again | None:
