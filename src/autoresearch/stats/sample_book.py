@@ -68,15 +68,21 @@ def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
     groups: dict[str, list[float]] = {}
     for record in list(records):
         for part in comparisons(record):
-            _add(groups, part)
+            for version, samples in reversed(_taken(part)):
+                groups.setdefault(version, []).extend(samples)
     return groups
 
 
-def _add(groups: dict[str, list[float]], part: Compared) -> None:
-    if part.commit and part.samples:
-        groups.setdefault(part.commit, []).extend(part.samples)
+def _taken(part: Compared) -> list[tuple[str, Sequence[float]]]:
+    """One comparison's runs by version, in the order the evaluator stamps them: the
+    incumbent's re-measurements (`remeasured`, during the comparison), then the candidate's
+    runs (`measured`, at its end)."""
+    out: list[tuple[str, Sequence[float]]] = []
     if part.parent and part.incumbent_samples:
-        groups.setdefault(part.parent, []).extend(part.incumbent_samples)
+        out.append((part.parent, part.incumbent_samples))
+    if part.commit and part.samples:
+        out.append((part.commit, part.samples))
+    return out
 
 
 # A reference sample taken more than this many times `max_samples` runs of the campaign ago
@@ -158,14 +164,11 @@ class SampleBook:
             if part.samples or part.incumbent_samples:
                 # A comparison began here (`comparison` learns first): learn as it did.
                 self.learn()
-            # The incumbent's re-measurements first, then the candidate's runs: the order
-            # the evaluator stamps them in (`remeasured` during the comparison, `measured`
-            # at its end), so that a resumed campaign and `verify` see the live clock.
-            groups: dict[str, list[float]] = {}
-            _add(groups, part)
-            for commit, samples in reversed(groups.items()):
-                self.groups.setdefault(commit, []).extend(samples)
-                self.clock.stamp(commit, len(samples))
+            # In the order the evaluator stamps them, so that a resumed campaign and
+            # `verify` see the live clock.
+            for version, samples in _taken(part):
+                self.groups.setdefault(version, []).extend(samples)
+                self.clock.stamp(version, len(samples))
         baseline = record.status.sets_best and not record.status.kept_change
         if baseline:
             self.first = list(record.samples or ())
