@@ -36,6 +36,10 @@ def main() -> None:
     parser.add_argument("--first-keep", type=int, default=3)
     parser.add_argument("--seeds", type=int, default=300)
     args = parser.parse_args()
+    if not 0 < args.gap < 1 or not 1 <= args.first_keep <= 8 or args.seeds < 1:
+        parser.error(
+            "--gap must lie between 0 and 1, --first-keep between 1 and 8, --seeds above 0"
+        )
     rule = Rule(
         "sequential",
         max_samples=8,
