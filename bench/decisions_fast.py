@@ -268,6 +268,7 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for scenario in scenarios:
             per_rule: dict[str, list[dict[str, float]]] = {}
+            kept: list[dict[str, Any]] = []  # `auto`'s kept not-better candidates
             for rule in rules:
                 jobs = [
                     (scenario, rule, c, args.attempts, seed, args.reasons and rule == "auto")
@@ -286,9 +287,9 @@ def main() -> None:
                     )
                     for seed in range(args.noise_seeds)
                 ]
-                for _, found in done:
-                    print_reasons(found)
+                kept.extend(d for _, found in done for d in found)
             report(scenario, per_rule)
+            print_reasons(kept)
 
 
 def campaign_job(
