@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import uuid
 from pathlib import Path
 
 
@@ -116,4 +117,6 @@ def short_socket_dir() -> Path:
 
 
 def abstract_name() -> str:
-    return f"\0autoresearch-test-{os.getpid()}-{threading.get_ident()}"
+    # Unique per call: a process forked during an earlier test of the same worker may
+    # still hold that test's listener, name and all, after the test closed its own copy.
+    return f"\0autoresearch-test-{os.getpid()}-{uuid.uuid4().hex}"
