@@ -63,12 +63,12 @@ def comparisons(record: Recorded) -> list[Compared]:
 
 
 def sample_groups(records: Iterable[Recorded]) -> dict[str, list[float]]:
-    """Every sample of each version of the code: its own runs plus later re-measurements
-    (of one comparison, the candidate's runs first, then the incumbent's)."""
+    """Every sample of each version of the code: its own runs plus later re-measurements,
+    in the order `SampleBook.take` gives them."""
     groups: dict[str, list[float]] = {}
     for record in list(records):
         for part in comparisons(record):
-            for version, samples in reversed(_taken(part)):
+            for version, samples in _taken(part):
                 groups.setdefault(version, []).extend(samples)
     return groups
 
