@@ -95,7 +95,7 @@ def test_a_set_aside_comparison_round_trips_and_counts_in_the_book() -> None:
     """The runs of a comparison an attempt went through before its own are in its record,
     and the book rebuilt from the ledger holds what the live book was given, in order."""
     from autoresearch.stats.decide import Rule
-    from autoresearch.stats.sample_book import SampleBook
+    from autoresearch.stats.sample_book import SampleBook, sample_groups
 
     data = {
         "iteration": 2,
@@ -128,5 +128,8 @@ def test_a_set_aside_comparison_round_trips_and_counts_in_the_book() -> None:
     book = SampleBook(rule, "minimize")
     book.take(record)
     assert book.groups == live.groups == {"a": [10.4, 10.2], "w": [9.2, 9.0, 9.1], "b": [10.0]}
+    # What `status` and the summary pool their noise from: the same runs in the same order
+    # (the noise model reads the versions one after the other).
+    assert list(sample_groups([record]).items()) == list(live.groups.items())
     assert book.clock.times == live.clock.times
     assert (book.selected, book.own) == (live.selected, live.own)
