@@ -135,13 +135,14 @@ def gaussian(seed: int) -> Iterator[float]:
     ],
     ids=["two states", "long bursts", "alternating runs", "less steady candidates"],
 )
-def test_null_candidates_are_kept_within_the_bound(shape: object, runs: Runs | None) -> None:
+def test_null_candidates_are_kept_within_the_bound(
+    shape: Callable[[int], Iterator[float]], runs: Runs | None
+) -> None:
     """The promise itself: on noise the rule was not tuned on (states that persist for
     runs, bursts that hit consecutive runs, every other run slower, candidates whose runs
     spread wider than the pooled noise, mostly other versions', says), candidates that are
     not better are kept at most 1 - confidence of the time, up to the binomial margin of
     the sample."""
-    assert callable(shape)
     campaigns, attempts = 10, 40
     kept = sum(
         null_campaign(shape(seed), attempts, SampleBook(AUTO, "minimize"), runs)
