@@ -220,7 +220,7 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     and compares the runs as one state would have measured them, and the switch says so.
     A fixed estimator cannot fold: where one or two runs of a side can all fall in the
     slow state, it may keep from a later run instead, and its switch says that. (Forty null
-    candidates find the states in 3 of the first 8 seeds of `two_states`, and the fixed
+    candidates find the states in each of the first 8 seeds of `two_states`, and the fixed
     estimator ends keeping from run 3 in 2 of the first 6; these are among them.)"""
     book = SampleBook(AUTO, "minimize")
     null_campaign(two_states(0), 40, book)
@@ -266,6 +266,40 @@ def test_the_gap_between_speed_states_is_found_and_nothing_else_is_taken_for_one
     assert noise_model.state_gap(spiked, {}) == 0
 
 
+def incumbent_and_dropped(noise: Iterator[float], dropped: int) -> dict[str, list[float]]:
+    """An incumbent re-measured all along and `dropped` candidates of two or three runs
+    each, in the order a campaign takes them: what a campaign whose candidates are mostly
+    dropped early has to find its noise in."""
+    groups: dict[str, list[float]] = {"v0": [next(noise) for _ in range(4)]}
+    for i in range(1, dropped + 1):
+        candidate = f"v{i}"
+        groups[candidate] = []
+        for side in (candidate, "v0", "v0", candidate) + ((candidate,) if i % 2 else ()):
+            groups[side].append(next(noise))
+    return groups
+
+
+def test_speed_states_are_found_where_candidates_are_dropped_after_two_runs() -> None:
+    """One version measured long and candidates of two or three runs show the states: the
+    long one holds stays in both, the short ones the same gap. Bursts of varied size and a
+    cold cache on the first run after each keep do not pass for states there."""
+    found = [noise_model.state_gap(incumbent_and_dropped(two_states(s), 12), {}) for s in range(40)]
+    assert sum(g > 0 for g in found) >= 36, found
+    assert all(g == 0 or 0.13 < g < 0.17 for g in found), found
+    bursts = [
+        noise_model.state_gap(incumbent_and_dropped(long_bursts(s), 12), {}) for s in range(40)
+    ]
+    assert sum(g > 0 for g in bursts) <= 2, bursts
+    rng = random.Random(11)
+    # Each keep's first re-measurement 1.6 times as long, every other run Gaussian: one run
+    # a state away in each version is no stay.
+    spiked: dict[str, list[float]] = {}
+    for i in range(8):
+        spiked[f"k{i}"] = [160.0 + rng.gauss(0.0, 1.0)] + [rng.gauss(100.0, 1.0) for _ in range(5)]
+        spiked[f"c{i}"] = [rng.gauss(100.0, 1.0) for _ in range(2)]
+    assert noise_model.state_gap(spiked, {}) == 0
+
+
 class Bursty(DisturbedExecutor):
     """A machine whose contention comes in long one-sided bursts: every metric run of any
     version is the code's level (100) plus `long_bursts`' noise, in the order taken."""
@@ -291,7 +325,7 @@ def neutral(workspace: Path) -> Proposal:
 class TwoStates(DisturbedExecutor):
     """A machine with two speed states 15% apart: every metric run of any version is the
     code's level (100) in the state the machine is in, in the order taken. (Thirty
-    attempts find the states on 2 of the 4 seeds tried; this is one of them.)"""
+    null candidates find the states on each of the first 4 seeds.)"""
 
     def __init__(self) -> None:
         super().__init__(lambda workspace: 0.0)

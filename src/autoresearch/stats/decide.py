@@ -163,10 +163,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # every look before the first keep; 5: `auto` weighs folding runs into one speed state
 # where the noise sits in states a fixed gap apart; 6: a candidate's runs faster than the
 # fastest speed state are not folded; 7: a reference run older than the horizon in runs of
-# the campaign is left out, `sample_book.REFERENCE_HORIZON`). `verify` holds a record to
-# today's rule only when today's judge wrote it, and the calibrated boundaries are cached
-# per judge version.
-JUDGE_VERSION = 8
+# the campaign is left out, `sample_book.REFERENCE_HORIZON`; 8: runs in blocks A B B A; 9:
+# speed states found from every version measured twice and from the incumbent's returns
+# to a state, `noise_model.state_gap`). `verify` holds a record to today's rule only when
+# today's judge wrote it, and the calibrated boundaries are cached per judge version.
+JUDGE_VERSION = 9
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0

@@ -66,14 +66,14 @@ Option = tuple[str, int]
 
 
 def unbiased(
-    groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
+    groups: Mapping[str, Sequence[float]], selected: Mapping[str, int], least: int = MIN_RUNS
 ) -> Iterator[tuple[str, list[float]]]:
     """Each version with MIN_RUNS unbiased runs or more, and those runs in the order taken:
     what every figure of the noise is drawn from. The samples that selected a kept version
     are left out (they were kept for looking good)."""
     for version, samples in groups.items():
         runs = list(samples)[selected.get(version, 0) :]
-        if len(runs) >= MIN_RUNS:
+        if len(runs) >= least:
             yield version, runs
 
 
@@ -150,6 +150,8 @@ STATE_TIGHTNESS = 1.5
 STATE_MIN_PAIRS = 12
 STATE_VERSIONS = 3
 STATE_STAYS = 2
+# Versions whose pairs of runs count (a pair needs no level to be centred on).
+STATE_PAIR_RUNS = 2
 
 
 def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]) -> float:
@@ -165,11 +167,16 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     lower one (bursts of contention differ by varied amounts, states by one), comes from
     STATE_VERSIONS versions or more (the machine's states show in every version measured
     long enough; a burst in the one or two it overlaps, a change of the machine's speed in
-    the one measured across it), and holds two runs or more of STATE_STAYS versions."""
+    the one measured across it), and holds runs: two runs or more of STATE_STAYS versions,
+    or visits the machine comes back to (below).
+
+    The pairs come from every version with STATE_PAIR_RUNS unbiased runs or more: where
+    most candidates are dropped after two or three runs, versions measured four times are
+    too few to show the states until late in the campaign."""
     diffs: list[tuple[float, str]] = []
     # Not split at a change of level (`residuals` is): to `change_point`, a stay in the
     # slow state is one.
-    for version, runs in unbiased(groups, selected):
+    for version, runs in unbiased(groups, selected, STATE_PAIR_RUNS):
         if min(runs) <= 0:
             return 0.0
         logs = [math.log(x) for x in runs]
@@ -192,15 +199,19 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
         return 0.0
     if len({version for _, version in diffs[split:]}) < STATE_VERSIONS:
         return 0.0
-    # A state holds runs: in STATE_STAYS versions or more, two runs or more sit a state
-    # away from the version's level. One run a state away in each version is a spike that
-    # comes back (a cold cache right after each keep), not a state.
-    stays = 0
+    # A state holds runs and the machine comes back to it: in STATE_STAYS versions or more,
+    # two runs or more sit a state away from the version's level, or the runs of one
+    # version measured long go there and back STATE_STAYS times beyond once. One run a state
+    # away in each version is a spike that comes back (a cold cache right after each keep),
+    # and a burst of contention is one visit of varied size, not a state.
+    stays = returns = 0
     for _, runs in unbiased(groups, selected):
         centre = math.log(densest_half(runs))
-        away = sum(1 for x in runs if abs(math.log(x) - centre) > gap / 2)
-        stays += away >= 2
-    if stays < STATE_STAYS:
+        away = [abs(math.log(x) - centre) > gap / 2 for x in runs]
+        stays += sum(away) >= 2
+        visits = sum(1 for i, out in enumerate(away) if out and (i == 0 or not away[i - 1]))
+        returns += max(0, visits - 1)
+    if stays < STATE_STAYS and returns < STATE_STAYS:
         return 0.0
     return math.expm1(gap)
 
