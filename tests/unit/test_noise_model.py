@@ -127,7 +127,7 @@ def gaussian(seed: int) -> Iterator[float]:
                 strict=True,
                 reason=(
                     "the pooled noise is mostly other versions': a candidate three times as "
-                    "variable is kept on its luckiest runs, 33 of 400 under judge 8 "
+                    "variable is kept on its luckiest runs, 33 of 400 under judges 8 and 9 "
                     "(docs/sequential.md, 'A candidate less steady than the incumbent')"
                 ),
             ),

@@ -68,8 +68,9 @@ Option = tuple[str, int]
 def unbiased(
     groups: Mapping[str, Sequence[float]], selected: Mapping[str, int], least: int = MIN_RUNS
 ) -> Iterator[tuple[str, list[float]]]:
-    """Each version with MIN_RUNS unbiased runs or more, and those runs in the order taken:
-    what every figure of the noise is drawn from. The samples that selected a kept version
+    """Each version with `least` unbiased runs or more (MIN_RUNS unless a figure needs no
+    level to centre on), and those runs in the order taken: what every figure of the noise
+    is drawn from. The samples that selected a kept version
     are left out (they were kept for looking good)."""
     for version, samples in groups.items():
         runs = list(samples)[selected.get(version, 0) :]
