@@ -90,7 +90,7 @@ def null_campaign(
                 value = run(f"c{i}", next(noise))
                 candidate.append(value)
             test.add(value)
-        book.measured(f"c{i}", candidate)
+        book.measured(f"c{i}", candidate, incumbent, test.taken)
         if test.verdict is Verdict.KEEP:
             keeps += 1
             book.kept(f"c{i}")

@@ -73,19 +73,13 @@ class Fed:
 def feed(test: Comparison, samples: Sequence[float], incumbent: Sequence[float]) -> Fed:
     """Give `test` the recorded samples in the order it asks for them, until it decides or
     asks for one that was not recorded."""
-    queues = {Side.CANDIDATE: list(samples), Side.INCUMBENT: list(incumbent)}
-    taken = {Side.CANDIDATE: 0, Side.INCUMBENT: 0}
-    while isinstance(side := test.next(), Side):
-        if taken[side] >= len(queues[side]):
-            break
-        test.add(queues[side][taken[side]])
-        taken[side] += 1
+    candidate, remeasured = test.feed(samples, incumbent)
     return Fed(
         test.next(),
         test.look,
-        taken[Side.CANDIDATE],
-        len(queues[Side.CANDIDATE]) - taken[Side.CANDIDATE],
-        len(queues[Side.INCUMBENT]) - taken[Side.INCUMBENT],
+        candidate,
+        len(samples) - candidate,
+        len(incumbent) - remeasured,
     )
 
 

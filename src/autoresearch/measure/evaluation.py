@@ -40,7 +40,7 @@ from autoresearch.stats.decide import (
     estimate,
     explain,
 )
-from autoresearch.stats.sample_book import SampleBook, states_text
+from autoresearch.stats.sample_book import SampleBook, carry_note, states_text
 from autoresearch.workspace import Candidate, Workspace
 
 Phase = Callable[..., None]
@@ -75,6 +75,9 @@ class Evaluation:
     # The look the rule decided at (None: the comparison was cut short, or a baseline):
     # the candidate's judged level, which the recorded best and delta follow.
     look: Look | None = None
+    # The comparison's runs in the order taken (`Comparison.taken`): not recorded, the
+    # ledger's replay gives them again.
+    taken: list[tuple[Side, float, bool]] = field(default_factory=list)
 
     @property
     def metric(self) -> float | None:
@@ -300,7 +303,9 @@ class Evaluator:
         """What the campaign's noise looks like so far (None before enough runs to learn
         it) and every change of estimator `noise = "auto"` made, with why, in order."""
         book = self.book
-        shape = book.shape.describe() + states_text(book.gap) if book.shape else None
+        shape = None
+        if book.shape:
+            shape = book.shape.describe() + states_text(book.gap) + carry_note(book.carry)
         return shape, list(book.switches)
 
     @property
@@ -500,12 +505,13 @@ class Evaluator:
         finally:
             # Decided or cut short by a failure, the samples taken count: as a resumed
             # campaign reads them from the ledger.
-            self.book.measured(commit, out.samples)
+            self.book.measured(commit, out.samples, incumbent, out.taken)
             if out.secondary:
                 self.secondary[commit] = {n: list(v) for n, v in out.secondary.items()}
 
     def _compare(self, iteration: int, commit: str, incumbent: str, out: Evaluation) -> Evaluation:
         test = self.book.comparison(incumbent)
+        out.taken = test.taken
         while isinstance(side := test.next(), Side):
             if side is Side.INCUMBENT:
                 k = len(out.incumbent_samples) + 1

@@ -72,6 +72,12 @@ class Rule:
     # two runs of a side can all fall in one, and a boundary that must hold at those looks
     # is far above what later looks need (`noise_model.choose`).
     first_keep: int = 1
+    # Where a run carries part of the run before it (heat, caches a version leaves behind),
+    # a sequential comparison judges only the runs that follow a run of their own version
+    # (`Comparison`): the runs right after the other side read partly as that side, which
+    # hides the difference between them. `noise = "auto"` turns it on when the campaign's
+    # runs show it (`noise_model.carry_over`).
+    carry: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
@@ -165,9 +171,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # fastest speed state are not folded; 7: a reference run older than the horizon in runs of
 # the campaign is left out, `sample_book.REFERENCE_HORIZON`; 8: runs in blocks A B B A; 9:
 # speed states found from every version measured twice and from the incumbent's returns
-# to a state, `noise_model.state_gap`). `verify` holds a record to today's rule only when
+# to a state, `noise_model.state_gap`; 10: under `noise = "auto"`, runs judged only after a
+# run of their own version where the campaign's runs carry the one before,
+# `noise_model.carry_over`). `verify` holds a record to today's rule only when
 # today's judge wrote it, and the calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 9
+JUDGE_VERSION = 10
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -185,6 +193,9 @@ REFERENCE_SETTLED = 3
 # often, that step grows to the spikes' own size and would let every one of them through.
 SPIKE_SIGMAS = 4.0
 SPIKE_RERUNS = 2
+# Under `Rule.carry`, the runs of one side taken in a row: the first follows the other
+# side's and is not judged, so a block of three judges two runs in three.
+CARRY_BLOCK = 3
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -753,8 +764,13 @@ class Comparison:
         self.candidate: list[float] = []
         self.fresh: list[float] = []  # incumbent samples taken during this comparison
         # The runs this comparison took, in order, but the incumbent runs it set aside as
-        # spikes: what the interleaved pairs are formed from.
-        self.runs: list[tuple[Side, float]] = []
+        # spikes: what the interleaved pairs are formed from; each with whether it
+        # followed a run of its own side (under `Rule.carry` only those are judged).
+        self.runs: list[tuple[Side, float, bool]] = []
+        # Every run taken, set-asides included, as (side, value, follows a run of its own
+        # side): what the campaign learns carry-over from (`noise_model.carry_over`). The
+        # first follows a run of the comparison before, whose version is not known here.
+        self.taken: list[tuple[Side, float, bool]] = []
         self.look: Look | None = None
         self._batch = rule.repeats if rule.name == "repeats" else 1
         self._next: Side | Verdict = self._first()
@@ -777,6 +793,16 @@ class Comparison:
     def add(self, value: float) -> Look | None:
         """Take the value measured on the side `next()` named; the look it led to, if any."""
         side = self._next
+        if not isinstance(side, Side):
+            raise RuntimeError(f"the comparison is decided ({side.value}); nothing to add")
+        follows = bool(self.taken) and self.taken[-1][0] is side
+        self.taken.append((side, value, follows))
+        if self.rule.carry and not follows:
+            # A run right after the other side's may carry part of it: it sets up the
+            # next run of its side and is not judged.
+            self.runs.append((side, value, False))
+            self._next = self._carry_following()
+            return None
         if side is Side.INCUMBENT:
             self.fresh.append(value)
             reference = self.reference
@@ -786,21 +812,21 @@ class Comparison:
             if self.set_aside < SPIKE_RERUNS and self._spike():
                 self.set_aside += 1
                 return None  # answered with another run of the incumbent
-            self.runs.append((side, value))
+            self.runs.append((side, value, follows))
             if not self.candidate:
-                self._next = self._first()
-                return None
-        elif side is Side.CANDIDATE:
-            self.candidate.append(value)
-            self.runs.append((side, value))
-            if len(self.candidate) < self._batch:
+                self._next = self._carry_following() if self.rule.carry else self._first()
                 return None
         else:
-            raise RuntimeError(f"the comparison is decided ({side.value}); nothing to add")
+            self.candidate.append(value)
+            self.runs.append((side, value, follows))
+            if len(self.candidate) < self._batch:
+                return None
         verdict, look = self._judge()
         self.look = look
         if verdict is not Verdict.MORE:
             self._next = verdict
+        elif self.rule.carry:
+            self._next = self._carry_following()
         elif self.sequential:
             self._next = self._following()
         else:
@@ -822,6 +848,22 @@ class Comparison:
         if len(self.runs) % 4 in (0, 3):
             return first
         return Side.INCUMBENT if first is Side.CANDIDATE else Side.CANDIDATE
+
+    def _carry_following(self) -> Side:
+        """The side of the next run under `Rule.carry`: in blocks of CARRY_BLOCK runs of
+        one side, A A A B B B, whose first run follows the other side's and is not judged.
+        The incumbent while the reference is short."""
+        side = self.runs[-1][0]
+        block = 0
+        for earlier, _, _ in reversed(self.runs):
+            if earlier is not side:
+                break
+            block += 1
+        if block < CARRY_BLOCK:
+            return side
+        if len(self.compared()[0]) < REFERENCE_MIN:
+            return Side.INCUMBENT
+        return Side.INCUMBENT if side is Side.CANDIDATE else Side.CANDIDATE
 
     def known_noise(self) -> Noise | None:
         """The noise known before this comparison: its own runs, spikes among them, must
@@ -904,7 +946,9 @@ class Comparison:
         taken next to it (consecutive runs of opposite sides, paired in order)."""
         gains: list[float] = []
         waiting: tuple[Side, float] | None = None
-        for side, value in self.runs:
+        for side, value, follows in self.runs:
+            if self.rule.carry and not follows:
+                continue
             if waiting is None or waiting[0] is side:
                 waiting = (side, value)
                 continue
@@ -912,6 +956,18 @@ class Comparison:
             gains.append(gain(c, i, self.direction))
             waiting = None
         return gains
+
+    def feed(self, candidate: Sequence[float], incumbent: Sequence[float]) -> tuple[int, int]:
+        """Give the comparison recorded runs in the order it asks for them, until it
+        decides or asks for one that was not recorded: how many of each side it took."""
+        queues = {Side.CANDIDATE: candidate, Side.INCUMBENT: incumbent}
+        taken = {Side.CANDIDATE: 0, Side.INCUMBENT: 0}
+        while isinstance(side := self.next(), Side):
+            if taken[side] >= len(queues[side]):
+                break
+            self.add(queues[side][taken[side]])
+            taken[side] += 1
+        return taken[Side.CANDIDATE], taken[Side.INCUMBENT]
 
     def _judge(self) -> tuple[Verdict, Look | None]:
         reference, fresh, carried = self.compared()
@@ -1087,6 +1143,7 @@ def calibrated_efficacy(
     screen: float = 0.0,
     pairs: str = "off",
     first_keep: int = 1,
+    carry: bool = False,
 ) -> float:
     """See `_calibrate`; boundaries are also kept on disk (`calibration`), since each takes
     up to seconds and a campaign needs several (`noise = "auto"` weighs every estimator)."""
@@ -1095,10 +1152,12 @@ def calibrated_efficacy(
         key += f"/pairs-{pairs}"
     if first_keep != 1:
         key += f"/first-{first_keep}"
+    if carry:
+        key += "/carry"
     return calibration.cached(
         key,
         lambda: _calibrate(
-            max_samples, confidence, dof, start, estimator, screen, pairs, first_keep
+            max_samples, confidence, dof, start, estimator, screen, pairs, first_keep, carry
         ),
         JUDGE_VERSION,
     )
@@ -1113,6 +1172,7 @@ def _calibrate(
     screen: float = 0.0,
     pairs: str = "off",
     first_keep: int = 1,
+    carry: bool = False,
 ) -> float:
     """The efficacy boundary (t scale) at which a candidate with no true gain is kept with
     probability at most 1 - confidence by `Comparison` itself: a look after every sample,
@@ -1135,6 +1195,8 @@ def _calibrate(
         seed = f"{CALIBRATION_SEED}/{max_samples}/{dof}/{index}/{estimator}/{screen}"
     if first_keep != 1:
         seed = f"{seed}/first-{first_keep}"
+    if carry:
+        seed = f"{seed}/carry"
     rng = random.Random(seed)
     prior = PRIOR_ATTEMPTS[start]
     # The candidates before: the first right after the keep, the others partial.
@@ -1148,6 +1210,7 @@ def _calibrate(
             screen,
             pairs,
             first_keep,
+            carry,
         )
         for i in range(prior)
     ]
@@ -1158,6 +1221,7 @@ def _calibrate(
         estimator=estimator,
         pairs=pairs,
         first_keep=first_keep,
+        carry=carry,
     )
     draws_per_path = draws_needed(rule, start)
 
@@ -1171,8 +1235,10 @@ def _calibrate(
 
 def draws_needed(rule: Rule, start: Start) -> int:
     """How many runs one calibration path can take at most: the newly kept incumbent's
-    re-measurement, the prior null candidates and the calibrated one."""
-    return REFERENCE_MIN + (PRIOR_ATTEMPTS[start] + 1) * (2 * rule.max_samples + 1)
+    re-measurement, the prior null candidates and the calibrated one (under `Rule.carry`
+    every judged run may follow one that is not)."""
+    runs = REFERENCE_MIN + (PRIOR_ATTEMPTS[start] + 1) * (2 * rule.max_samples + 1)
+    return 2 * runs if rule.carry else runs
 
 
 def critical_quantile(
@@ -1260,7 +1326,7 @@ def sequential_bounds(
     start = start_state(carried, rule.max_samples)
     # On Gaussian draws there are no states to fold: `states` is `robust` there.
     rule = replace(rule, estimator=robust.base(rule.estimator))
-    if rule.estimator == "mean" and rule.pairs == "off" and rule.first_keep == 1:
+    if rule.estimator == "mean" and rule.pairs == "off" and rule.first_keep == 1 and not rule.carry:
         return calibrated_efficacy(rule.max_samples, rule.confidence, _dof_step(dof), start)
     return calibrated_efficacy(
         rule.max_samples,
@@ -1271,6 +1337,7 @@ def sequential_bounds(
         screen,
         rule.pairs,
         rule.first_keep,
+        rule.carry,
     )
 
 

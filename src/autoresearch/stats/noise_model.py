@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+import statistics
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -30,6 +31,7 @@ from autoresearch.stats.decide import (
     PRIOR_ATTEMPTS,
     Noise,
     Rule,
+    Side,
     Start,
     critical_quantile,
     pooled_noise,
@@ -217,6 +219,107 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
     return math.expm1(gap)
 
 
+# Carry-over (`carry_over`): how sure, in standard errors, the campaign must be that a run
+# after the other version's reads partly as that version, how large a share of the
+# difference it must carry before judging only the runs that follow their own version pays
+# (that halves the runs judged: it pays where a run carries more than 1 - 1/sqrt(2) of it),
+# and how many readings (a side of a comparison with runs of both kinds) must show it.
+CARRY_Z = 3.0
+CARRY_SHARE = 0.3
+CARRY_COMPARISONS = 12
+# The incumbent's runs after its own from its earlier comparisons that a reading compares
+# with (the latest: the machine may have drifted since the first).
+CARRY_EARLIER = 8
+# A comparison's runs in order: (side, value, whether it followed a run of its own side).
+Runs = Sequence[tuple[Side, float, bool]]
+
+
+@dataclass(frozen=True)
+class Carry:
+    """What the campaign's comparisons say of carry-over: the share of the other
+    version's difference a run right after it carries, its z, and from how many
+    comparisons."""
+
+    share: float
+    z: float
+    comparisons: int
+
+    @property
+    def found(self) -> bool:
+        if self.comparisons < CARRY_COMPARISONS or self.share < CARRY_SHARE:
+            return False
+        return self.z >= CARRY_Z
+
+    def describe(self) -> str:
+        return (
+            f"a run right after the other version's carries {100 * self.share:.0f}% of the "
+            f"difference between them (z {self.z:.1f}, {self.comparisons} comparisons)"
+        )
+
+
+def carry_over(sequences: Iterable[tuple[str, Runs]], direction: str, sigma: float) -> Carry:
+    """How much of the other version's difference a run taken right after it carries, from
+    the comparisons' runs in the order taken, each with the incumbent it was against.
+
+    In a comparison, a side's runs that follow the other side's read worse than those
+    that follow its own by d. Where a run carries a share c of the difference from the run
+    before, d is c x (other - own): for the incumbent c x the candidate's difference, for
+    the candidate minus that. Each side with runs of both kinds gives one reading (the
+    candidate's sign turned; the incumbent's runs that follow its own include those of its
+    earlier comparisons, so that a comparison cut short still reads), regressed on the
+    sides' difference over the same runs, whose plain means make it uncorrelated with d on
+    any noise that hits runs alike whatever their order. The slope is c / (1 - c) (the
+    difference over all runs is itself shrunk by c); each side's readings are centred on
+    their own mean, so that a constant cost of a switch of version, or of a repeat, is no
+    carry. The first run of each comparison is left out: the version before it is not
+    known. `sigma` (one run's noise) sets the least their standard error can be. The difference
+    is itself measured, with noise: where a large carry leaves it small beside that noise,
+    the share reads low (a share of 0.8 reads about 0.5), which only delays the switch."""
+    sign = 1.0 if robust.worse_high(direction) else -1.0
+    readings: dict[Side, list[tuple[float, float, float]]] = {side: [] for side in Side}
+    earlier: dict[str, list[float]] = {}  # each incumbent's runs after its own, so far
+    for incumbent, runs in sequences:
+        split: dict[tuple[Side, bool], list[float]] = {}
+        for side, value, follows in list(runs)[1:]:
+            split.setdefault((side, follows), []).append(sign * value)
+        before = earlier.setdefault(incumbent, [])
+        own = {
+            Side.CANDIDATE: split.get((Side.CANDIDATE, True), []),
+            Side.INCUMBENT: [*split.get((Side.INCUMBENT, True), []), *before[-CARRY_EARLIER:]],
+        }
+        after = {side: split.get((side, False), []) for side in Side}
+        before.extend(split.get((Side.INCUMBENT, True), []))
+        sides = {side: [*after[side], *own[side]] for side in Side}
+        if not sides[Side.CANDIDATE] or not sides[Side.INCUMBENT]:
+            continue
+        delta = statistics.fmean(sides[Side.CANDIDATE]) - statistics.fmean(sides[Side.INCUMBENT])
+        for side, turn in ((Side.CANDIDATE, -1.0), (Side.INCUMBENT, 1.0)):
+            if after[side] and own[side]:
+                d = statistics.fmean(after[side]) - statistics.fmean(own[side])
+                weight = 1.0 / len(after[side]) + 1.0 / len(own[side])
+                readings[side].append((turn * d, delta, weight))
+    centred: list[tuple[float, float, float]] = []
+    for found in readings.values():
+        if len(found) >= 2:
+            o_mean = statistics.fmean(o for o, _, _ in found)
+            x_mean = statistics.fmean(x for _, x, _ in found)
+            centred.extend((o - o_mean, x - x_mean, weight) for o, x, weight in found)
+    count = len(centred)
+    num = math.fsum(o * x for o, x, _ in centred)
+    den = math.fsum(x * x for _, x, _ in centred)
+    if den <= 0 or count < 3:
+        return Carry(0.0, 0.0, count)
+    slope = num / den
+    # The slope's standard error from the readings' own scatter about the fit (White's,
+    # scaled for the two fitted means), never below what `sigma` alone gives: a machine
+    # that spikes scatters them more than its Gaussian part says.
+    scatter = math.fsum((x * (o - slope * x)) ** 2 for o, x, _ in centred) * count / (count - 2)
+    floor = math.fsum(sigma * sigma * weight * x * x for _, x, weight in centred)
+    se = math.sqrt(max(scatter, floor)) / den
+    share = slope / (1.0 + slope) if slope > -1.0 else 0.0
+    return Carry(share, slope / se if se > 0 else 0.0, count)
+
+
 def _autocorrelation(values: Sequence[float], lag: int) -> float:
     n = len(values)
     if n <= lag + 1:
@@ -311,6 +414,7 @@ def learned_boundaries(
         estimator=rule.estimator,
         pairs=rule.pairs,
         first_keep=rule.first_keep,
+        carry=rule.carry,
     )
     values = tuple(scaled)
     block = block_length(values)

@@ -14,8 +14,8 @@ from typing import Protocol
 
 from autoresearch.stats import noise_model
 from autoresearch.stats.auto_rule import resolve
-from autoresearch.stats.decide import Comparison, Pool, Rule, start_state
-from autoresearch.stats.noise_model import Choice, Learned, Shape
+from autoresearch.stats.decide import Comparison, Pool, Rule, Side, robust_noise, start_state
+from autoresearch.stats.noise_model import Carry, Choice, Learned, Runs, Shape
 from autoresearch.stats.robust import change_point
 
 
@@ -146,6 +146,11 @@ class SampleBook:
         # When each sample was taken, counted in runs of the campaign: within a record
         # the incumbent's re-measurements first, as the evaluator adds them.
         self.clock = Clock()
+        # Whether each sample followed a run of its own version (beside `groups`), and
+        # each comparison's runs in the order taken: what carry-over is learned from.
+        self.follows: dict[str, list[bool]] = {}
+        self.sequences: list[tuple[str, Runs]] = []
+        self.carry: Carry | None = None
 
     # -- from the ledger ----------------------------------------------------------------
 
@@ -155,20 +160,30 @@ class SampleBook:
         self.clock = Clock()
         self.first, self.rule = [], self.configured
         self.learned, self.shape, self.switches = None, None, []
+        self.follows, self.sequences, self.carry = {}, [], None
         for record in records:
             self.take(record)
 
     def take(self, record: Recorded) -> None:
         """Add one more ledger record: `load` of a ledger is `take` of each line in turn."""
         for part in comparisons(record):
+            taken: Runs = ()
             if part.samples or part.incumbent_samples:
-                # A comparison began here (`comparison` learns first): learn as it did.
+                # A comparison began here (`comparison` learns first): learn as it did,
+                # and take its runs in the order it asked for them.
                 self.learn()
+                taken = self._replayed(part)
             # In the order the evaluator stamps them, so that a resumed campaign and
             # `verify` see the live clock.
             for version, samples in _taken(part):
                 self.groups.setdefault(version, []).extend(samples)
                 self.clock.stamp(version, len(samples))
+                # Runs of one version alone (the baseline) each follow the one before; a
+                # comparison's are ordered by its replay (`_ordered`).
+                flags = [i > 0 and not part.parent for i in range(len(samples))]
+                self.follows.setdefault(version, []).extend(flags)
+            if part.commit and taken:
+                self._ordered(part.parent or "", part.commit, taken)
         baseline = record.status.sets_best and not record.status.kept_change
         if baseline:
             self.first = list(record.samples or ())
@@ -186,6 +201,7 @@ class SampleBook:
     def baseline(self, commit: str, samples: list[float]) -> None:
         """The baseline `commit` was measured: its samples are its own."""
         self.groups[commit] = list(samples)
+        self.follows[commit] = [i > 0 for i in range(len(samples))]
         self.clock.restamp(commit, len(samples))
         self.own[commit] = len(samples)
         self.first = list(samples)
@@ -194,15 +210,45 @@ class SampleBook:
     def remeasured(self, incumbent: str, value: float) -> None:
         """One more sample of the incumbent, taken during a candidate's comparison."""
         self.groups.setdefault(incumbent, []).append(value)
+        self.follows.setdefault(incumbent, []).append(False)
         self.clock.stamp(incumbent, 1)
 
-    def measured(self, commit: str, samples: list[float]) -> None:
-        """The candidate `commit` was measured (decided, or cut short by a failure). A
-        version measured again (a winner set aside, then measured alone; a candidate
-        resumed) keeps the runs of both: all were runs of its code."""
+    def measured(
+        self, commit: str, samples: list[float], incumbent: str = "", taken: Runs = ()
+    ) -> None:
+        """The candidate `commit` was measured (decided, or cut short by a failure) against
+        `incumbent`, the comparison's runs in the order `taken`. A version measured again (a
+        winner set aside, then measured alone; a candidate resumed) keeps the runs of both:
+        all were runs of its code."""
         if samples:
             self.groups.setdefault(commit, []).extend(samples)
+            self.follows.setdefault(commit, []).extend([False] * len(samples))
             self.clock.stamp(commit, len(samples))
+        if taken and self.rule.name == "sequential":
+            self._ordered(incumbent, commit, taken)
+
+    def _ordered(self, incumbent: str, commit: str, taken: Runs) -> None:
+        """Which of a comparison's runs, the last of `incumbent`'s and of `commit`'s
+        samples, followed a run of their own version; and the comparison's runs for
+        carry-over."""
+        for version, side in ((incumbent, Side.INCUMBENT), (commit, Side.CANDIDATE)):
+            flags = [follows for s, _, follows in taken if s is side]
+            mine = self.follows.get(version, [])
+            if flags and len(flags) <= len(mine):
+                mine[len(mine) - len(flags) :] = flags
+        self.sequences.append((incumbent, tuple(taken)))
+
+    def _replayed(self, part: Compared) -> Runs:
+        """The runs of a recorded comparison in the order it took them: the comparison the
+        book makes now, fed the recorded samples (as the live one was, from the same
+        book). Empty where no sequential comparison was made."""
+        if not part.parent or not part.commit or self.rule.name != "sequential":
+            return ()
+        if part.parent not in self.groups:
+            return ()
+        test = self.comparison(part.parent)
+        test.feed(list(part.samples or ()), list(part.incumbent_samples or ()))
+        return tuple(test.taken)
 
     def kept(self, commit: str) -> None:
         """The candidate `commit` was kept: the samples it has now selected it."""
@@ -213,19 +259,21 @@ class SampleBook:
     def reference(self, incumbent: str) -> list[float]:
         """The incumbent samples a candidate is compared with."""
         samples = self.groups.get(incumbent, [])
-        if self.rule.name == "sequential":
-            unbiased = samples[self.selected.get(incumbent, 0) :]
-            if self.rule.estimator != "mean":
-                # The machine changed under the incumbent (a neighbour started, the clock
-                # dropped): compare only with what it measures since.
-                unbiased = unbiased[self.drift_cut(incumbent, unbiased) :]
-            unbiased = unbiased[-self.rule.max_samples :]
-            # Only its runs within the horizon tell the incumbent's level now: they are
-            # the tail of its samples, as both are in the order taken.
-            horizon = REFERENCE_HORIZON * self.rule.max_samples
-            fresh = self.clock.since(incumbent, self.clock.now - horizon)
-            return unbiased[max(0, len(unbiased) - fresh) :]
-        return samples
+        if self.rule.name != "sequential":
+            return samples
+        # By index into its samples: which are unbiased, judged (`Rule.carry`) and recent.
+        unbiased = self.selected.get(incumbent, 0)
+        at = [i for i in self._judged_at(incumbent) if i >= unbiased]
+        if self.rule.estimator != "mean":
+            # The machine changed under the incumbent (a neighbour started, the clock
+            # dropped): compare only with what it measures since.
+            at = at[self.drift_cut(incumbent, [samples[i] for i in at]) :]
+        at = at[-self.rule.max_samples :]
+        # Only its runs within the horizon tell the incumbent's level now: they are the
+        # tail of its samples, as both are in the order taken.
+        horizon = REFERENCE_HORIZON * self.rule.max_samples
+        fresh = self.clock.since(incumbent, self.clock.now - horizon)
+        return [samples[i] for i in at if i >= len(samples) - fresh]
 
     def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
         """Where the incumbent's latest level began (`robust.change_point`), 0: no change."""
@@ -233,8 +281,32 @@ class SampleBook:
 
     def carried(self, incumbent: str) -> int:
         """How many reference samples earlier candidates' evaluations left behind."""
-        remeasured = len(self.groups.get(incumbent, [])) - self.own.get(incumbent, 0)
+        own = self.own.get(incumbent, 0)
+        remeasured = sum(1 for i in self._judged_at(incumbent) if i >= own)
         return max(0, min(len(self.reference(incumbent)), remeasured))
+
+    def _judged_at(self, version: str) -> list[int]:
+        """Which of `version`'s samples a comparison may judge, by index: all, or under
+        `Rule.carry` those that followed a run of their own version."""
+        count = len(self.groups.get(version, []))
+        if not self.rule.carry:
+            return list(range(count))
+        follows = self.follows.get(version, [])
+        return [i for i in range(count) if i < len(follows) and follows[i]]
+
+    def judged_runs(self) -> tuple[dict[str, list[float]], dict[str, int]]:
+        """Every version's samples a comparison may judge (`_judged_at`), and how many of
+        those selected a kept version: what the noise is pooled and learned from."""
+        if not self.rule.carry:
+            return self.groups, self.selected
+        groups: dict[str, list[float]] = {}
+        selected: dict[str, int] = {}
+        for version, samples in self.groups.items():
+            at = self._judged_at(version)
+            groups[version] = [samples[i] for i in at]
+            if version in self.selected:
+                selected[version] = sum(1 for i in at if i < self.selected[version])
+        return groups, selected
 
     def comparison(self, incumbent: str) -> Comparison:
         """The procedure that decides on a candidate against `incumbent` now."""
@@ -257,7 +329,8 @@ class SampleBook:
 
     def pool(self, incumbent: str) -> Pool:
         """The runs the noise estimate pools, as a comparison against `incumbent` starts."""
-        return Pool.of(self.groups, incumbent, self.rule.estimator, self.direction, self.gap)
+        groups, _ = self.judged_runs()
+        return Pool.of(groups, incumbent, self.rule.estimator, self.direction, self.gap)
 
     @property
     def gap(self) -> float:
@@ -273,7 +346,7 @@ class SampleBook:
 
     def residuals(self) -> list[float]:
         """The campaign's residuals so far (`noise_model.residuals`)."""
-        return noise_model.residuals(self.groups, self.selected, self.direction)
+        return noise_model.residuals(*self.judged_runs(), self.direction)
 
     def learn(self) -> None:
         """Calibrate the boundary on the campaign's residuals when there are LEARN_MIN of
@@ -283,13 +356,16 @@ class SampleBook:
         at the same attempts."""
         if not self.learns():
             return
-        count = noise_model.residual_count(self.groups, self.selected)
+        if self.rule.adaptive and not self.rule.carry:
+            self._learn_carry()
+        groups, selected = self.judged_runs()
+        count = noise_model.residual_count(groups, selected)
         learned = self.learned
         if count < noise_model.LEARN_MIN:
             return
         if learned is not None and count < learned.count * noise_model.LEARN_GROWTH:
             return
-        choice = noise_model.choose(self.rule, self.groups, self.selected, self.direction)
+        choice = noise_model.choose(self.rule, groups, selected, self.direction)
         if choice is None:
             return
         self.shape = choice.shape
@@ -299,10 +375,37 @@ class SampleBook:
             self.rule = replace(self.rule, estimator=estimator, first_keep=first_keep)
         self.learned = choice.learned
 
+    def _learn_carry(self) -> None:
+        """Under `noise = "auto"`, judge only the runs that follow a run of their own
+        version once the campaign's comparisons show that a run carries enough of the one
+        before (`noise_model.carry_over`). For the rest of the campaign: the boundary is
+        calibrated again on the runs now judged."""
+        # One run's noise from the runs that follow their own version: the others carry
+        # the very differences being looked for.
+        own = [
+            [
+                x
+                for x, follows in zip(samples, self.follows.get(version, []), strict=False)
+                if follows
+            ]
+            for version, samples in self.groups.items()
+        ]
+        noise = robust_noise(own, "robust", self.direction)
+        if noise is None or noise.sigma <= 0:
+            return
+        carry = noise_model.carry_over(self.sequences, self.direction, noise.sigma)
+        self.carry = carry
+        if carry.found:
+            self.switches.append(carry_text(carry))
+            self.rule = replace(self.rule, carry=True)
+            self.learned = None
+
     def prior(self, incumbent: str) -> list[float]:
         """The samples that selected a kept incumbent: left out of its reference (biased
         in its favour), but what tells a spiked re-measurement from its level."""
-        return self.groups.get(incumbent, [])[: self.selected.get(incumbent, 0)]
+        samples = self.groups.get(incumbent, [])
+        chosen = self.selected.get(incumbent, 0)
+        return [samples[i] for i in self._judged_at(incumbent) if i < chosen]
 
 
 NAMES = {
@@ -339,4 +442,20 @@ def switch_text(before: Rule, choice: Choice) -> str:
         f"{option_label(*after)}: the noise so far ({shape}) lets "
         f"{option_text(*after)} detect the smallest gain at the false-keep rate calibrated on "
         f"the campaign's own residuals (gains kept 4 times in 5: {gains})"
+    )
+
+
+def carry_note(carry: Carry | None) -> str:
+    """What a noise shape adds once runs are judged only after their own version's
+    ("": not)."""
+    if carry is None or not carry.found:
+        return ""
+    return f"; a run carries {100 * carry.share:.0f}% of the one before (judged after its own)"
+
+
+def carry_text(carry: Carry) -> str:
+    """Why `noise = "auto"` began judging only the runs that follow their own version."""
+    return (
+        f"runs: judged only where they follow a run of their own version: {carry.describe()}"
+        ", which hides that much of every difference; the other runs set up the next"
     )
