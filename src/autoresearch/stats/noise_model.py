@@ -226,7 +226,7 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
 # and how many readings (a side of a comparison with runs of both kinds) must show it.
 CARRY_Z = 3.0
 CARRY_SHARE = 0.3
-CARRY_COMPARISONS = 12
+CARRY_READINGS = 12
 # The incumbent's runs after its own from its earlier comparisons that a reading compares
 # with (the latest: the machine may have drifted since the first).
 CARRY_EARLIER = 8
@@ -237,23 +237,23 @@ Runs = Sequence[tuple[Side, float, bool]]
 @dataclass(frozen=True)
 class Carry:
     """What the campaign's comparisons say of carry-over: the share of the other
-    version's difference a run right after it carries, its z, and from how many
-    comparisons."""
+    version's difference a run right after it carries, its z, and from how many readings
+    (a side of a comparison with runs after the other side's and after its own)."""
 
     share: float
     z: float
-    comparisons: int
+    readings: int
 
     @property
     def found(self) -> bool:
-        if self.comparisons < CARRY_COMPARISONS or self.share < CARRY_SHARE:
+        if self.readings < CARRY_READINGS or self.share < CARRY_SHARE:
             return False
         return self.z >= CARRY_Z
 
     def describe(self) -> str:
         return (
             f"a run right after the other version's carries {100 * self.share:.0f}% of the "
-            f"difference between them (z {self.z:.1f}, {self.comparisons} comparisons)"
+            f"difference between them (z {self.z:.1f}, {self.readings} readings)"
         )
 
 

@@ -237,6 +237,8 @@ class SampleBook:
             if flags and len(flags) <= len(mine):
                 mine[len(mine) - len(flags) :] = flags
         self.sequences.append((incumbent, tuple(taken)))
+        if self.learns() and self.rule.adaptive and not self.rule.carry:
+            self._learn_carry()
 
     def _replayed(self, part: Compared) -> Runs:
         """The runs of a recorded comparison in the order it took them: the comparison the
@@ -288,9 +290,13 @@ class SampleBook:
     def _judged_at(self, version: str) -> list[int]:
         """Which of `version`'s samples a comparison may judge, by index: all, or under
         `Rule.carry` those that followed a run of their own version."""
-        count = len(self.groups.get(version, []))
         if not self.rule.carry:
-            return list(range(count))
+            return list(range(len(self.groups.get(version, []))))
+        return self._after_own(version)
+
+    def _after_own(self, version: str) -> list[int]:
+        """Which of `version`'s samples followed a run of their own version, by index."""
+        count = len(self.groups.get(version, []))
         follows = self.follows.get(version, [])
         return [i for i in range(count) if i < len(follows) and follows[i]]
 
@@ -356,8 +362,6 @@ class SampleBook:
         at the same attempts."""
         if not self.learns():
             return
-        if self.rule.adaptive and not self.rule.carry:
-            self._learn_carry()
         groups, selected = self.judged_runs()
         count = noise_model.residual_count(groups, selected)
         learned = self.learned
@@ -376,18 +380,15 @@ class SampleBook:
         self.learned = choice.learned
 
     def _learn_carry(self) -> None:
-        """Under `noise = "auto"`, judge only the runs that follow a run of their own
-        version once the campaign's comparisons show that a run carries enough of the one
-        before (`noise_model.carry_over`). For the rest of the campaign: the boundary is
+        """Under `noise = "auto"`, after each comparison (what carry-over is read from
+        grows by one), judge only the runs that follow a run of their own version once the
+        campaign's comparisons show that a run carries enough of the one before
+        (`noise_model.carry_over`). For the rest of the campaign: the boundary is
         calibrated again on the runs now judged."""
         # One run's noise from the runs that follow their own version: the others carry
         # the very differences being looked for.
         own = [
-            [
-                x
-                for x, follows in zip(samples, self.follows.get(version, []), strict=False)
-                if follows
-            ]
+            [samples[i] for i in self._after_own(version)]
             for version, samples in self.groups.items()
         ]
         noise = robust_noise(own, "robust", self.direction)
