@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -239,3 +239,65 @@ def test_a_resumed_book_judges_after_own_runs_from_the_same_attempt() -> None:
     assert book.follows == live.follows
     assert book.sequences == live.sequences
     assert book.switches == live.switches
+    assert book.probing == live.probing
+
+
+class Watched(SampleBook):
+    """A book that notes after how many comparisons it stopped judging after own runs."""
+
+    ended: int | None = None
+
+    def measured(
+        self, commit: str, samples: list[float], incumbent: str = "", taken: Runs = ()
+    ) -> None:
+        super().measured(commit, samples, incumbent, taken)
+        if self.ended is None and not self.rule.carry:
+            self.ended = len(self.sequences)
+
+
+def probe(shape: Callable[[float, float, random.Random], float], seed: int) -> Watched:
+    """The book after an `auto` campaign of 40 attempts on `shape`."""
+    book = Watched(AUTO, "minimize")
+    campaign(Machine(seed, shape), 40, book)
+    return book
+
+
+def test_auto_judges_after_own_runs_until_the_comparisons_show_how_much_runs_carry() -> None:
+    """A campaign cannot read carry-over before it has compared versions, and a real gain
+    that every run after the incumbent hides is dropped by then: `auto` starts judging only
+    the runs that follow their own version, goes back to judging every run once its
+    comparisons show that runs carry too little to matter, and stays where they carry."""
+    start = SampleBook(AUTO, "minimize")
+    start.baseline("c0", [100.0, 101.0, 99.0, 100.5])
+    assert start.rule.carry and start.probing
+    assert start.switches and "until the comparisons show" in start.switches[0]
+    seeds = range(10)
+    plain = [probe(lambda last, now, rng: 0.0, seed) for seed in seeds]
+    cost = [probe(switch_cost, seed) for seed in seeds]
+    hot = [probe(thermal(1.0), seed) for seed in seeds]
+    ended = [b.ended for b in plain if any("every run judged" in t for t in b.switches)]
+    assert len(ended) >= 9, [b.switches for b in plain]
+    # Where nothing carries, most of the campaign judges every run.
+    assert all(n is not None and n <= 20 for n in ended), ended
+    assert sum(b.ended is not None for b in cost) >= 9, [b.switches for b in cost]
+    assert sum(b.rule.carry for b in hot) >= 8, [b.switches for b in hot]
+
+
+def test_while_probing_a_drop_waits_for_one_more_run_of_the_incumbent() -> None:
+    """The candidates most often dropped are the worse ones, and a run right after a worse
+    version is what shows a machine that keeps its heat: while carry-over is not yet
+    measured, a drop comes after one more incumbent run, and the verdict is the same."""
+    verdicts = {}
+    for probe in (False, True):
+        rule = Rule("sequential", max_samples=8, estimator="robust", pairs="both", carry=True)
+        rule = replace(rule, probe=probe)
+        test = Comparison(rule, "minimize", [100.0, 100.5, 99.5, 100.2], Noise(0.5, 100), 4)
+        runs = iter([110.0, 110.3, 109.8, 110.1, 110.4, 109.9, 110.2, 110.0])
+        while isinstance(side := test.next(), Side):
+            test.add(next(runs) if side is Side.CANDIDATE else 100.0)
+        verdicts[probe] = (test.verdict, [(s, f) for s, _, f in test.taken])
+    verdict, taken = verdicts[False]
+    assert verdict is Verdict.DISCARD and all(s is Side.CANDIDATE for s, _ in taken)
+    assert verdicts[True] == (verdict, [*taken, (Side.INCUMBENT, False)])
+    with pytest.raises(ValueError, match="probe"):
+        Rule("sequential", probe=True)

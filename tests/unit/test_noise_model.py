@@ -1,6 +1,6 @@
 """The judge on noise it was not tuned on: null candidates are kept within the bound on
-persistent two-state noise, on long bursts and on a machine that alternates (not yet on a
-candidate less steady than the incumbent: an expected failure), the boundary
+persistent two-state noise, on long bursts, on a machine that alternates and for
+candidates less steady than the incumbent, the boundary
 learned from the campaign's own runs follows the procedure, and what `noise = "auto"`
 learned and chose reaches `status`."""
 
@@ -120,18 +120,7 @@ def gaussian(seed: int) -> Iterator[float]:
         (two_states, None),
         (long_bursts, None),
         (alternating, None),
-        pytest.param(
-            gaussian,
-            less_steady,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "the pooled noise is mostly other versions': a candidate three times as "
-                    "variable is kept on its luckiest runs, 33 of 400 under judges 8 and 9 "
-                    "(docs/sequential.md, 'A candidate less steady than the incumbent')"
-                ),
-            ),
-        ),
+        (gaussian, less_steady),
     ],
     ids=["two states", "long bursts", "alternating runs", "less steady candidates"],
 )
@@ -204,10 +193,11 @@ def test_noise_auto_switches_the_estimator_and_says_why() -> None:
     book = SampleBook(AUTO, "minimize")
     null_campaign(long_bursts(8), 30, book)
     assert book.shape is not None
-    assert book.switches, "no switch on one-sided bursts"
-    assert book.switches[0].startswith("estimator: robust -> ")
-    assert "residuals" in book.switches[0] and "gains kept 4 times in 5" in book.switches[0]
-    assert book.rule.estimator != "robust" or len(book.switches) > 1
+    switches = [text for text in book.switches if text.startswith("estimator: ")]
+    assert switches, "no switch on one-sided bursts"
+    assert switches[0].startswith("estimator: robust -> ")
+    assert "residuals" in switches[0] and "gains kept 4 times in 5" in switches[0]
+    assert book.rule.estimator != "robust" or len(switches) > 1
     # A resumed campaign (and `verify`) learns the same from the ledger's order of samples.
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
     null_campaign(long_bursts(8), 30, fixed)
@@ -369,8 +359,8 @@ def noisy_campaign(tmp_path: Path, executor: DisturbedExecutor) -> tuple[Path, l
 def test_the_learned_shape_and_the_switch_reach_the_live_view_and_status(tmp_path: Path) -> None:
     repo, events = noisy_campaign(tmp_path, Bursty())
     said = [e.message for e in events if isinstance(e, Noted)]
-    switches = [m for m in said if m.startswith("estimator: ")]
-    assert switches, said
+    switches = [m for m in said if m.startswith(("estimator: ", "runs: "))]
+    assert any(m.startswith("estimator: ") for m in switches), said
     state_dir = repo / ".autoresearch" / "toy"
     status = campaign_status(state_dir)
     assert status["estimator_switches"] == switches

@@ -652,6 +652,8 @@ class Engine:
             estimator_switches=switches,
         )
         self.on_event(Noted(text))
+        for switch in switches:
+            self.on_event(Noted(switch))
         if detectable:
             self.on_event(Noted(detectable))
         if warning and not self.records[1:]:

@@ -144,6 +144,7 @@ class SharedBook(SampleBook):
         self.groups, self.selected, self.own = book.groups, book.selected, book.own
         self.clock = book.clock
         self.follows, self.sequences, self.carry = book.follows, book.sequences, book.carry
+        self.probing = book.probing
         # What `auto` chose and learned so far: the slots go on from there.
         self.configured, self.rule, self.first = book.configured, book.rule, book.first
         self.learned = book.learned

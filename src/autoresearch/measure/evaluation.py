@@ -305,7 +305,8 @@ class Evaluator:
         book = self.book
         shape = None
         if book.shape:
-            shape = book.shape.describe() + states_text(book.gap) + carry_note(book.carry)
+            carry = carry_note(book.carry, book.probing)
+            shape = book.shape.describe() + states_text(book.gap) + carry
         return shape, list(book.switches)
 
     @property

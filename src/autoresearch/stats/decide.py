@@ -78,6 +78,11 @@ class Rule:
     # hides the difference between them. `noise = "auto"` turns it on when the campaign's
     # runs show it (`noise_model.carry_over`).
     carry: bool = False
+    # While `noise = "auto"` has not yet measured carry-over (under `carry`): a candidate
+    # dropped after its own run is dropped after one more run of the incumbent, which says
+    # how much of a worse version a run carries, the candidates most often dropped being
+    # the worse ones. The verdict is the same, so the calibration is `carry`'s.
+    probe: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in RULE_NAMES:
@@ -86,6 +91,8 @@ class Rule:
             raise ValueError(f"unknown pairs form {self.pairs!r}")
         if self.estimator not in robust.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}")
+        if self.probe and not self.carry:
+            raise ValueError("probe is a form of carry")
         if not 1 <= self.first_keep <= self.max_samples:
             raise ValueError(f"first_keep {self.first_keep} outside 1..{self.max_samples}")
 
@@ -173,9 +180,10 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # speed states found from every version measured twice and from the incumbent's returns
 # to a state, `noise_model.state_gap`; 10: under `noise = "auto"`, runs judged only after a
 # run of their own version where the campaign's runs carry the one before,
-# `noise_model.carry_over`). `verify` holds a record to today's rule only when
+# `noise_model.carry_over`; 11: and from the start, until the comparisons show how much a
+# run carries). `verify` holds a record to today's rule only when
 # today's judge wrote it, and the calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 10
+JUDGE_VERSION = 11
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -772,6 +780,7 @@ class Comparison:
         # first follows a run of the comparison before, whose version is not known here.
         self.taken: list[tuple[Side, float, bool]] = []
         self.look: Look | None = None
+        self._held: Verdict | None = None  # a drop held for one more run (`Rule.probe`)
         self._batch = rule.repeats if rule.name == "repeats" else 1
         self._next: Side | Verdict = self._first()
 
@@ -797,6 +806,10 @@ class Comparison:
             raise RuntimeError(f"the comparison is decided ({side.value}); nothing to add")
         follows = bool(self.taken) and self.taken[-1][0] is side
         self.taken.append((side, value, follows))
+        if self._held is not None:
+            self.runs.append((side, value, False))
+            self._next = self._held
+            return None
         if self.rule.carry and not follows:
             # A run right after the other side's may carry part of it: it sets up the
             # next run of its side and is not judged.
@@ -823,7 +836,10 @@ class Comparison:
                 return None
         verdict, look = self._judge()
         self.look = look
-        if verdict is not Verdict.MORE:
+        if verdict is Verdict.DISCARD and self.rule.probe and side is Side.CANDIDATE:
+            self._held = verdict
+            self._next = Side.INCUMBENT
+        elif verdict is not Verdict.MORE:
             self._next = verdict
         elif self.rule.carry:
             self._next = self._carry_following()

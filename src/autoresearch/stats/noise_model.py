@@ -227,6 +227,16 @@ def state_gap(groups: Mapping[str, Sequence[float]], selected: Mapping[str, int]
 CARRY_Z = 3.0
 CARRY_SHARE = 0.3
 CARRY_READINGS = 12
+# Readings before the comparisons can show that runs carry too little to matter (the
+# share's upper bound, at CARRY_BOUND standard errors, below CARRY_SHARE); past
+# CARRY_ENOUGH readings what is not found is taken as absent.
+CARRY_ABSENT_READINGS = 6
+CARRY_BOUND = 2.0
+CARRY_ENOUGH = 2 * CARRY_READINGS
+# How far from the fitted line, in a reading's own noise, a reading counts in full, and
+# how often the fit is winsorised again at most (`_huber_slope`).
+CARRY_CLIP = 2.0
+CARRY_ITERATIONS = 20
 # The incumbent's runs after its own from its earlier comparisons that a reading compares
 # with (the latest: the machine may have drifted since the first).
 CARRY_EARLIER = 8
@@ -243,12 +253,27 @@ class Carry:
     share: float
     z: float
     readings: int
+    # The share at CARRY_BOUND standard errors above it: the most the readings allow.
+    upper: float = 1.0
 
     @property
     def found(self) -> bool:
         if self.readings < CARRY_READINGS or self.share < CARRY_SHARE:
             return False
         return self.z >= CARRY_Z
+
+    @property
+    def absent(self) -> bool:
+        """The readings show that a run carries too little of the one before to matter."""
+        if self.found or self.readings < CARRY_ABSENT_READINGS:
+            return False
+        return self.upper < CARRY_SHARE or self.readings >= CARRY_ENOUGH
+
+    def bound(self) -> str:
+        return (
+            f"a run right after the other version's carries at most {100 * self.upper:.0f}% "
+            f"of the difference between them ({self.readings} readings)"
+        )
 
     def describe(self) -> str:
         return (
@@ -257,7 +282,12 @@ class Carry:
         )
 
 
-def carry_over(sequences: Iterable[tuple[str, Runs]], direction: str, sigma: float) -> Carry:
+def carry_over(
+    sequences: Iterable[tuple[str, Runs]],
+    direction: str,
+    sigma: float,
+    start: Mapping[str, Sequence[float]] | None = None,
+) -> Carry:
     """How much of the other version's difference a run taken right after it carries, from
     the comparisons' runs in the order taken, each with the incumbent it was against.
 
@@ -277,7 +307,9 @@ def carry_over(sequences: Iterable[tuple[str, Runs]], direction: str, sigma: flo
     the share reads low (a share of 0.8 reads about 0.5), which only delays the switch."""
     sign = 1.0 if robust.worse_high(direction) else -1.0
     readings: dict[Side, list[tuple[float, float, float]]] = {side: [] for side in Side}
-    earlier: dict[str, list[float]] = {}  # each incumbent's runs after its own, so far
+    # Each incumbent's runs after its own, so far (`start`: those before the first
+    # comparison, the baseline's).
+    earlier = {version: [sign * v for v in runs] for version, runs in (start or {}).items()}
     for incumbent, runs in sequences:
         split: dict[tuple[Side, bool], list[float]] = {}
         for side, value, follows in list(runs)[1:]:
@@ -298,26 +330,61 @@ def carry_over(sequences: Iterable[tuple[str, Runs]], direction: str, sigma: flo
                 d = statistics.fmean(after[side]) - statistics.fmean(own[side])
                 weight = 1.0 / len(after[side]) + 1.0 / len(own[side])
                 readings[side].append((turn * d, delta, weight))
-    centred: list[tuple[float, float, float]] = []
-    for found in readings.values():
-        if len(found) >= 2:
-            o_mean = statistics.fmean(o for o, _, _ in found)
-            x_mean = statistics.fmean(x for _, x, _ in found)
-            centred.extend((o - o_mean, x - x_mean, weight) for o, x, weight in found)
-    count = len(centred)
-    num = math.fsum(o * x for o, x, _ in centred)
-    den = math.fsum(x * x for _, x, _ in centred)
-    if den <= 0 or count < 3:
+    groups = [found for found in readings.values() if len(found) >= 2]
+    count = sum(len(found) for found in groups)
+    fitted = _huber_slope(groups, sigma)
+    if fitted is None or count < 3:
         return Carry(0.0, 0.0, count)
-    slope = num / den
+    slope, centred = fitted
     # The slope's standard error from the readings' own scatter about the fit (White's,
     # scaled for the two fitted means), never below what `sigma` alone gives: a machine
     # that spikes scatters them more than its Gaussian part says.
+    den = math.fsum(x * x for _, x, _ in centred)
     scatter = math.fsum((x * (o - slope * x)) ** 2 for o, x, _ in centred) * count / (count - 2)
     floor = math.fsum(sigma * sigma * weight * x * x for _, x, weight in centred)
     se = math.sqrt(max(scatter, floor)) / den
     share = slope / (1.0 + slope) if slope > -1.0 else 0.0
-    return Carry(share, slope / se if se > 0 else 0.0, count)
+    top = slope + CARRY_BOUND * se
+    upper = top / (1.0 + top) if top > 0.0 else 0.0
+    return Carry(share, slope / se if se > 0 else 0.0, count, upper)
+
+
+def _huber_slope(
+    groups: Sequence[Sequence[tuple[float, float, float]]], sigma: float
+) -> tuple[float, list[tuple[float, float, float]]] | None:
+    """The slope of readings (o, x, weight) on x, each group centred on its own means,
+    fitted by Huber's M-estimator (iterated winsorising: a reading further from the line
+    than CARRY_CLIP times its own noise, `sigma` x sqrt(weight), counts as that far): a
+    machine that slows one run in seven by a fifth puts that run into a reading and into
+    its difference at once, and least squares would follow it. The slope, and the
+    readings as last winsorised and centred; None where x does not vary."""
+    pseudo = [[o for o, _, _ in group] for group in groups]
+    slope = 0.0
+    centred: list[tuple[float, float, float]] = []
+    for _ in range(CARRY_ITERATIONS):
+        centred, means = [], []
+        for group, values in zip(groups, pseudo, strict=True):
+            o_mean = statistics.fmean(values)
+            x_mean = statistics.fmean(x for _, x, _ in group)
+            means.append((o_mean, x_mean))
+            centred.extend(
+                (p - o_mean, x - x_mean, w) for p, (_, x, w) in zip(values, group, strict=True)
+            )
+        den = math.fsum(x * x for _, x, _ in centred)
+        if den <= 0:
+            return None
+        before = slope
+        slope = math.fsum(o * x for o, x, _ in centred) / den
+        for at, (group, (o_mean, x_mean)) in enumerate(zip(groups, means, strict=True)):
+            clipped = []
+            for o, x, w in group:
+                line = o_mean + slope * (x - x_mean)
+                limit = CARRY_CLIP * sigma * math.sqrt(w)
+                clipped.append(line + max(-limit, min(limit, o - line)))
+            pseudo[at] = clipped
+        if abs(slope - before) < 1e-9:
+            break
+    return slope, centred
 
 
 def _autocorrelation(values: Sequence[float], lag: int) -> float:

@@ -127,6 +127,7 @@ class SampleBook:
         self.configured = rule
         self.rule = rule
         self.first: list[float] = []  # the baseline's samples, which `auto` decides from
+        self.origin = ""  # the baseline's commit
         self.direction = direction
         # Samples of each version of the code measured so far, for the pooled noise.
         self.groups: dict[str, list[float]] = {}
@@ -151,6 +152,9 @@ class SampleBook:
         self.follows: dict[str, list[bool]] = {}
         self.sequences: list[tuple[str, Runs]] = []
         self.carry: Carry | None = None
+        # Under `noise = "auto"` the campaign starts judging only the runs after their own
+        # version, until its comparisons show whether runs carry the one before.
+        self.probing = False
 
     # -- from the ledger ----------------------------------------------------------------
 
@@ -158,9 +162,10 @@ class SampleBook:
         """Rebuild everything from the ledger's records (for a resumed campaign)."""
         self.groups, self.selected, self.own = {}, {}, {}
         self.clock = Clock()
-        self.first, self.rule = [], self.configured
+        self.first, self.rule, self.origin = [], self.configured, ""
         self.learned, self.shape, self.switches = None, None, []
         self.follows, self.sequences, self.carry = {}, [], None
+        self.probing = False
         for record in records:
             self.take(record)
 
@@ -187,7 +192,8 @@ class SampleBook:
         baseline = record.status.sets_best and not record.status.kept_change
         if baseline:
             self.first = list(record.samples or ())
-            self.rule = resolve(self.configured, self.first, self.direction)
+            self.origin = record.commit or ""
+            self._resolve()
         if record.commit and record.status.sets_best:
             # Every sample it has selected it (`kept`): a winner measured again alone after
             # a set-aside comparison has the runs of both.
@@ -205,7 +211,20 @@ class SampleBook:
         self.clock.restamp(commit, len(samples))
         self.own[commit] = len(samples)
         self.first = list(samples)
-        self.rule = resolve(self.configured, samples, self.direction)
+        self.origin = commit
+        self._resolve()
+
+    def _resolve(self) -> None:
+        """The rule the campaign starts with, from its baseline (`auto_rule.resolve`); under
+        `noise = "auto"` judging only the runs after their own version until carry-over is
+        measured (`_learn_carry`): a campaign cannot tell a run's carry-over before it has
+        compared versions, and a real gain that every run after the incumbent hides is
+        dropped before it could."""
+        self.rule = resolve(self.configured, self.first, self.direction)
+        self.probing = self.learns() and self.rule.adaptive
+        if self.probing:
+            self.rule = replace(self.rule, carry=True, probe=True)
+            self.switches.append(PROBE_TEXT)
 
     def remeasured(self, incumbent: str, value: float) -> None:
         """One more sample of the incumbent, taken during a candidate's comparison."""
@@ -237,7 +256,7 @@ class SampleBook:
             if flags and len(flags) <= len(mine):
                 mine[len(mine) - len(flags) :] = flags
         self.sequences.append((incumbent, tuple(taken)))
-        if self.learns() and self.rule.adaptive and not self.rule.carry:
+        if self.learns() and self.rule.adaptive and (self.probing or not self.rule.carry):
             self._learn_carry()
 
     def _replayed(self, part: Compared) -> Runs:
@@ -394,12 +413,25 @@ class SampleBook:
         noise = robust_noise(own, "robust", self.direction)
         if noise is None or noise.sigma <= 0:
             return
-        carry = noise_model.carry_over(self.sequences, self.direction, noise.sigma)
+        # The baseline's runs after its own are what the first comparisons' incumbent runs
+        # after a candidate's are read against.
+        follows = self.follows.get(self.origin, [])
+        start = {self.origin: [v for v, f in zip(self.first, follows, strict=False) if f]}
+        carry = noise_model.carry_over(self.sequences, self.direction, noise.sigma, start)
         self.carry = carry
         if carry.found:
             self.switches.append(carry_text(carry))
-            self.rule = replace(self.rule, carry=True)
+            if not self.probing:
+                self.learned = None
+            self.rule = replace(self.rule, carry=True, probe=False)
+            self.probing = False
+        elif self.probing and carry.absent:
+            # Every run is judged from now on; should the comparisons later show carry-over
+            # after all, it is judged after its own version again.
+            self.switches.append(no_carry_text(carry))
+            self.rule = replace(self.rule, carry=False, probe=False)
             self.learned = None
+            self.probing = False
 
     def prior(self, incumbent: str) -> list[float]:
         """The samples that selected a kept incumbent: left out of its reference (biased
@@ -446,12 +478,25 @@ def switch_text(before: Rule, choice: Choice) -> str:
     )
 
 
-def carry_note(carry: Carry | None) -> str:
-    """What a noise shape adds once runs are judged only after their own version's
+PROBE_TEXT = (
+    "runs: judged only where they follow a run of their own version until the comparisons "
+    "show how much a run carries of the one before (heat, caches a version leaves behind)"
+)
+
+
+def carry_note(carry: Carry | None, probing: bool = False) -> str:
+    """What a noise shape adds while runs are judged only after their own version's
     ("": not)."""
+    if probing:
+        return "; runs judged after their own version until carry-over is measured"
     if carry is None or not carry.found:
         return ""
     return f"; a run carries {100 * carry.share:.0f}% of the one before (judged after its own)"
+
+
+def no_carry_text(carry: Carry) -> str:
+    """Why `noise = "auto"` began judging every run."""
+    return f"runs: every run judged: {carry.bound()}, too little to hide a difference"
 
 
 def carry_text(carry: Carry) -> str:
