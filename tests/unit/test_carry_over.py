@@ -239,7 +239,6 @@ def test_a_resumed_book_judges_after_own_runs_from_the_same_attempt() -> None:
     assert book.follows == live.follows
     assert book.sequences == live.sequences
     assert book.switches == live.switches
-    assert book.probing == live.probing
 
 
 class Watched(SampleBook):
@@ -269,7 +268,7 @@ def test_auto_judges_after_own_runs_until_the_comparisons_show_how_much_runs_car
     comparisons show that runs carry too little to matter, and stays where they carry."""
     start = SampleBook(AUTO, "minimize")
     start.baseline("c0", [100.0, 101.0, 99.0, 100.5])
-    assert start.rule.carry and start.probing
+    assert start.rule.carry and start.rule.probe
     assert start.switches and "until the comparisons show" in start.switches[0]
     seeds = range(10)
     plain = [probe(lambda last, now, rng: 0.0, seed) for seed in seeds]

@@ -144,7 +144,7 @@ class SharedBook(SampleBook):
         self.groups, self.selected, self.own = book.groups, book.selected, book.own
         self.clock = book.clock
         self.follows, self.sequences, self.carry = book.follows, book.sequences, book.carry
-        self.probing, self.origin, self.switches = book.probing, book.origin, book.switches
+        self.origin, self.switches = book.origin, book.switches
         # What `auto` chose and learned so far: the slots go on from there.
         self.configured, self.rule, self.first = book.configured, book.rule, book.first
         self.learned = book.learned

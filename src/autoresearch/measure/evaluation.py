@@ -305,7 +305,7 @@ class Evaluator:
         book = self.book
         shape = None
         if book.shape:
-            carry = carry_note(book.carry, book.probing)
+            carry = carry_note(book.carry, book.rule.probe)
             shape = book.shape.describe() + states_text(book.gap) + carry
         return shape, list(book.switches)
 

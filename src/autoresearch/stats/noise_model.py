@@ -332,8 +332,8 @@ def carry_over(
                 readings[side].append((turn * d, delta, weight))
     groups = [found for found in readings.values() if len(found) >= 2]
     count = sum(len(found) for found in groups)
-    fitted = _huber_slope(groups, sigma)
-    if fitted is None or count < 3:
+    fitted = _huber_slope(groups, sigma) if count >= 3 else None
+    if fitted is None:
         return Carry(0.0, 0.0, count)
     slope, centred = fitted
     # The slope's standard error from the readings' own scatter about the fit (White's,

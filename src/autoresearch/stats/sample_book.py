@@ -152,9 +152,6 @@ class SampleBook:
         self.follows: dict[str, list[bool]] = {}
         self.sequences: list[tuple[str, Runs]] = []
         self.carry: Carry | None = None
-        # Under `noise = "auto"` the campaign starts judging only the runs after their own
-        # version, until its comparisons show whether runs carry the one before.
-        self.probing = False
 
     # -- from the ledger ----------------------------------------------------------------
 
@@ -165,7 +162,6 @@ class SampleBook:
         self.first, self.rule, self.origin = [], self.configured, ""
         self.learned, self.shape, self.switches = None, None, []
         self.follows, self.sequences, self.carry = {}, [], None
-        self.probing = False
         for record in records:
             self.take(record)
 
@@ -221,8 +217,7 @@ class SampleBook:
         compared versions, and a real gain that every run after the incumbent hides is
         dropped before it could."""
         self.rule = resolve(self.configured, self.first, self.direction)
-        self.probing = self.learns() and self.rule.adaptive
-        if self.probing:
+        if self.learns() and self.rule.adaptive:
             self.rule = replace(self.rule, carry=True, probe=True)
             self.switches.append(PROBE_TEXT)
 
@@ -256,7 +251,7 @@ class SampleBook:
             if flags and len(flags) <= len(mine):
                 mine[len(mine) - len(flags) :] = flags
         self.sequences.append((incumbent, tuple(taken)))
-        if self.learns() and self.rule.adaptive and (self.probing or not self.rule.carry):
+        if self.learns() and self.rule.adaptive and (self.rule.probe or not self.rule.carry):
             self._learn_carry()
 
     def _replayed(self, part: Compared) -> Runs:
@@ -415,23 +410,23 @@ class SampleBook:
             return
         # The baseline's runs after its own are what the first comparisons' incumbent runs
         # after a candidate's are read against.
-        follows = self.follows.get(self.origin, [])
-        start = {self.origin: [v for v, f in zip(self.first, follows, strict=False) if f]}
+        baseline = self.groups.get(self.origin, [])
+        start = {
+            self.origin: [baseline[i] for i in self._after_own(self.origin) if i < len(self.first)]
+        }
         carry = noise_model.carry_over(self.sequences, self.direction, noise.sigma, start)
         self.carry = carry
         if carry.found:
             self.switches.append(carry_text(carry))
-            if not self.probing:
-                self.learned = None
+            if not self.rule.probe:
+                self.learned = None  # a new procedure: calibrated again
             self.rule = replace(self.rule, carry=True, probe=False)
-            self.probing = False
-        elif self.probing and carry.absent:
+        elif self.rule.probe and carry.absent:
             # Every run is judged from now on; should the comparisons later show carry-over
             # after all, it is judged after its own version again.
             self.switches.append(no_carry_text(carry))
             self.rule = replace(self.rule, carry=False, probe=False)
             self.learned = None
-            self.probing = False
 
     def prior(self, incumbent: str) -> list[float]:
         """The samples that selected a kept incumbent: left out of its reference (biased
