@@ -68,8 +68,8 @@ class Unchanged(Fingerprint):
         return None
 
 
-def evaluator(stage: Stage, phases: list[tuple[Any, ...]]) -> Evaluator:
-    config = parse_config("e", tomllib.loads(CONFIG))
+def evaluator(stage: Stage, phases: list[tuple[Any, ...]], rule: str = "sequential") -> Evaluator:
+    config = parse_config("e", tomllib.loads(CONFIG.replace('"sequential"', f'"{rule}"')))
     nowhere = Path("/nonexistent")
     return Evaluator(
         Campaign(config, nowhere, nowhere),
@@ -108,3 +108,19 @@ def test_a_failed_run_is_a_status() -> None:
     out = ev.evaluate(2, Candidate(tree=""), "d", "b")
     assert out.failure is Status.CRASH
     assert out.reason == "re-measuring the incumbent: metric exited with 1"
+
+
+def test_a_failed_run_a_held_drop_waits_for_leaves_the_drop() -> None:
+    """Under `auto` a drop waits for one more incumbent run, which only tells carry-over
+    (`Rule.probe`): when that run fails, the candidate is still dropped, not charged with a
+    crash of the incumbent's, and the ledger's replay gives the same verdict."""
+    stage = Stage({"b": [10.0, 10.1, 9.9, 10.05, None], "c": [20.0, 20.1, 19.9, 20.2, 20.0]})
+    ev = evaluator(stage, [], rule="auto")
+    ev.baseline("b")
+    assert ev.rule.probe
+    out = ev.evaluate(1, Candidate(tree=""), "c", "b")
+    assert out.failure is None and out.verdict is Verdict.DISCARD, out.reason
+    assert stage.runs[-1] == "b" and out.incumbent_samples == []
+    replay = ev.book.comparison("b")
+    replay.feed(out.samples, out.incumbent_samples)
+    assert replay.verdict is Verdict.DISCARD

@@ -521,6 +521,12 @@ class Evaluator:
                 )
                 stem = f"{iteration:04d}-incumbent-{k}"
                 value = self._run(self.metric, incumbent, iteration, stem, out)
+                if value is None and test.held and out.failure is not Status.TAMPERED:
+                    # The drop is decided; the run it waited for would only have told
+                    # carry-over, and a failure of it is no verdict on the candidate.
+                    out.failure, out.reason = None, ""
+                    test.release()
+                    break
                 if value is None:
                     out.reason = f"re-measuring the incumbent: {out.reason}"
                     return out

@@ -973,13 +973,29 @@ class Comparison:
             waiting = None
         return gains
 
+    @property
+    def held(self) -> bool:
+        """A drop is decided and waits only for the incumbent run `Rule.probe` asks."""
+        return self._held is not None and self._next is Side.INCUMBENT
+
+    def release(self) -> None:
+        """Give a held drop without its incumbent run (that run failed: it would only have
+        told how much a run carries)."""
+        if self._held is None:
+            raise RuntimeError("no drop is held")
+        self._next = self._held
+
     def feed(self, candidate: Sequence[float], incumbent: Sequence[float]) -> tuple[int, int]:
         """Give the comparison recorded runs in the order it asks for them, until it
-        decides or asks for one that was not recorded: how many of each side it took."""
+        decides or asks for one that was not recorded (a held drop whose incumbent run
+        was not recorded is given, as the evaluator gave it): how many of each side it
+        took."""
         queues = {Side.CANDIDATE: candidate, Side.INCUMBENT: incumbent}
         taken = {Side.CANDIDATE: 0, Side.INCUMBENT: 0}
         while isinstance(side := self.next(), Side):
             if taken[side] >= len(queues[side]):
+                if self.held:
+                    self.release()
                 break
             self.add(queues[side][taken[side]])
             taken[side] += 1
