@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,8 +193,7 @@ print(f"set N to {n}")
 
 @pytest.fixture
 def model() -> Iterator[tuple[FakeOpenAI, int]]:
-    state, server = serve()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    state, server = serve()  # serving already: a second loop on its socket outlives shutdown()
     yield state, server.server_address[1]
     server.shutdown()
     server.server_close()
