@@ -181,9 +181,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # to a state, `noise_model.state_gap`; 10: under `noise = "auto"`, runs judged only after a
 # run of their own version where the campaign's runs carry the one before,
 # `noise_model.carry_over`; 11: and from the start, until the comparisons show how much a
-# run carries). `verify` holds a record to today's rule only when
-# today's judge wrote it, and the calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 11
+# run carries; 12: a reference no comparison measured in the last
+# `sample_book.UNMEASURED_COMPARISONS` has gone stale). `verify` holds a record to today's
+# rule only when today's judge wrote it, and the calibrated boundaries are cached per judge
+# version.
+JUDGE_VERSION = 12
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0

@@ -92,6 +92,13 @@ def _taken(part: Compared) -> list[tuple[str, Sequence[float]]]:
 # them. A comparison whose reference has all gone stale starts as after a keep, with a
 # fresh run of the incumbent.
 REFERENCE_HORIZON = 2
+# Nor does any taken before this many comparisons in a row that took no run of the
+# incumbent (each candidate dropped on its own runs against it): when the machine slows
+# down at once, every candidate's first run reads worse than a reference taken before and
+# is dropped on it, one run a comparison, so the horizon in runs comes only after many
+# attempts. The next comparison starts from fresh runs, and later ones keep to the runs
+# taken since.
+UNMEASURED_COMPARISONS = 3
 
 
 class Clock:
@@ -285,6 +292,9 @@ class SampleBook:
             # dropped): compare only with what it measures since.
             at = at[self.drift_cut(incumbent, [samples[i] for i in at]) :]
         at = at[-self.rule.max_samples :]
+        since = self.since_stale(incumbent)
+        if since is not None:
+            at = [i for i in at if i >= len(samples) - since]
         # Only its runs within the horizon tell the incumbent's level now: they are the
         # tail of its samples, as both are in the order taken.
         horizon = REFERENCE_HORIZON * self.rule.max_samples
@@ -346,6 +356,24 @@ class SampleBook:
             if learned is None
             else learned.efficacy(start_state(carried, self.rule.max_samples)),
         )
+
+    def since_stale(self, incumbent: str) -> int | None:
+        """How many of `incumbent`'s latest runs were taken since its reference last went
+        stale for want of a run (`UNMEASURED_COMPARISONS`), None: it never did. Its runs
+        are the tail of its samples, as the comparisons took them."""
+        since: int | None = None
+        unmeasured = 0
+        for version, runs in self.sequences:
+            if version != incumbent:
+                unmeasured = 0
+                continue
+            if unmeasured >= UNMEASURED_COMPARISONS:
+                since = 0
+            took = sum(1 for side, _, _ in runs if side is Side.INCUMBENT)
+            if since is not None:
+                since += took
+            unmeasured = 0 if took else unmeasured + 1
+        return 0 if unmeasured >= UNMEASURED_COMPARISONS else since
 
     def pool(self, incumbent: str) -> Pool:
         """The runs the noise estimate pools, as a comparison against `incumbent` starts."""
