@@ -190,7 +190,7 @@ def test_a_real_gain_is_kept_a_few_attempts_after_the_machine_slowed_at_once() -
     """The promise: once the machine is 10% slower, every candidate's first run reads
     worse than the reference and is screened out on it; after three such comparisons in a
     row the reference is stale, and the next is judged against fresh runs of the
-    incumbent, so a real gain four attempts after the step is kept. Without that, the
+    incumbent, so a real gain after four null candidates is kept. Without that, the
     reference waits for the horizon (16 runs, one a comparison) and the gain is screened
     out as 7% worse (1 of these 10 kept)."""
     verdicts = [gain_after_a_step(seed, UNMEASURED_COMPARISONS + 1) for seed in range(10)]
