@@ -292,13 +292,14 @@ class SampleBook:
             # dropped): compare only with what it measures since.
             at = at[self.drift_cut(incumbent, [samples[i] for i in at]) :]
         at = at[-self.rule.max_samples :]
-        since = self.since_stale(incumbent)
-        if since is not None:
-            at = [i for i in at if i >= len(samples) - since]
-        # Only its runs within the horizon tell the incumbent's level now: they are the
-        # tail of its samples, as both are in the order taken.
+        # Only its runs within the horizon, and since its reference last went stale for
+        # want of a run, tell the incumbent's level now: both are the tail of its samples,
+        # as all are in the order taken.
         horizon = REFERENCE_HORIZON * self.rule.max_samples
         fresh = self.clock.since(incumbent, self.clock.now - horizon)
+        since = self.since_stale(incumbent)
+        if since is not None:
+            fresh = min(fresh, since)
         return [samples[i] for i in at if i >= len(samples) - fresh]
 
     def drift_cut(self, incumbent: str, unbiased: list[float]) -> int:
