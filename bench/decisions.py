@@ -88,6 +88,9 @@ class Scenario:
     # What the noise draws are keyed by instead of the name: the order shapes share one
     # key, so that every shape meets the same Gaussian draws and only its artifact differs.
     draws: str = ""
+    # The metric printed to this unit (absolute, the start value being 100): a count, or a
+    # number printed to few digits, whose runs tie though the noise is real.
+    resolution: float = 0.0
 
 
 SCENARIOS = (
@@ -174,8 +177,9 @@ STATES_SCENARIOS = tuple(
     )
 )
 # More shapes the rules were not tuned on: right-skewed noise on every run (a lognormal
-# scaled to 1% and 3%), and a machine whose speed wanders from run to run (each run
-# keeping 0.9 of the last one's departure, 2% and 5% sd, beside 1% of noise of its own).
+# scaled to 1% and 3%), a machine whose speed wanders from run to run (each run keeping
+# 0.9 of the last one's departure, 2% and 5% sd, beside 1% of noise of its own), and a
+# metric printed to 1, 2 and 3 noise units (runs of the same code tie, though they vary).
 MORE_SCENARIOS = (
     *(
         Scenario(
@@ -193,6 +197,17 @@ MORE_SCENARIOS = (
             wander_pct=pct,
         )
         for pct in (2.0, 5.0)
+    ),
+    *(
+        Scenario(
+            f"printed to {units:g} noise unit{'s' if units > 1 else ''} (gauss 1%, runs tie)",
+            "gauss",
+            1.0,
+            4.0,
+            plan="realistic",
+            resolution=units,
+        )
+        for units in (1.0, 2.0, 3.0)
     ),
 )
 # Artifacts that follow the order of runs, on Gaussian noise of 1% with the realistic
@@ -321,6 +336,7 @@ def noise_state(scenario: Scenario, campaign: int, attempts: int, noise_seed: in
         "order": {k: list(v) if isinstance(v, tuple) else v for k, v in scenario.order},
         "history": [],
         "last_iteration": -1,
+        "resolution": scenario.resolution,
     }
 
 
@@ -384,7 +400,10 @@ def measurement(s: dict, version: str, effects: list) -> float:
         factor = 1.6
     drift = 1.0 + s["drift_pct"] / 100.0 * min(s["runs"] / s["expected_runs"], 1.0)
     value = float(f"{(true * drift + scale * e + loss) * factor:.6f}")
-    return order_artifact(s, version, true, value) if s.get("order") else value
+    if s.get("order"):
+        value = order_artifact(s, version, true, value)
+    step = s.get("resolution", 0.0)
+    return float(f"{round(value / step) * step:.6g}") if step else value
 
 
 def order_artifact(s: dict, version: str, true: float, value: float) -> float:

@@ -184,6 +184,10 @@ def test_the_shape_is_described() -> None:
     assert "right-skewed" in text and "serially correlated" in text, text
     states = two_states(7)
     assert "separate levels" in Shape.of([next(states) - 100.0 for _ in range(200)]).describe()
+    # Runs printed to few digits, most of them tied with the median on the worse side: said,
+    # not divided by.
+    tied = Shape.of([0.0] * 150 + [-1.0] * 30 + [-2.0] * 20)
+    assert tied.skew == 0.0 and "left-skewed" in tied.describe()
 
 
 def test_noise_auto_switches_the_estimator_and_says_why() -> None:
@@ -219,7 +223,7 @@ def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None
     assert any("within one speed state" in text for text in book.switches)
     assert any("speed states 1" in text and "% apart" in text for text in book.switches)
     fixed = SampleBook(replace(AUTO, adaptive=False), "minimize")
-    null_campaign(two_states(3), 40, fixed)
+    null_campaign(two_states(2), 40, fixed)
     assert fixed.rule.estimator == "robust" and fixed.rule.first_keep == 3, fixed.switches
     assert any("keeps from run 3" in text for text in fixed.switches)
     assert any("keeping from run 3" in text for text in fixed.switches)

@@ -182,10 +182,12 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # run of their own version where the campaign's runs carry the one before,
 # `noise_model.carry_over`; 11: and from the start, until the comparisons show how much a
 # run carries; 12: a reference no comparison measured in the last
-# `sample_book.UNMEASURED_COMPARISONS` has gone stale). `verify` holds a record to today's
-# rule only when today's judge wrote it, and the calibrated boundaries are cached per judge
-# version.
-JUDGE_VERSION = 12
+# `sample_book.UNMEASURED_COMPARISONS` has gone stale; 13: a version's spread is never
+# below half that of all but its worst quarter of runs, nor below the rounding of runs
+# printed to few digits, `robust.FLOOR_SHARE`, `robust.resolution_floor`). `verify` holds
+# a record to today's rule only when today's judge wrote it, and the calibrated boundaries
+# are cached per judge version.
+JUDGE_VERSION = 13
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0

@@ -562,7 +562,9 @@ class Shape:
         if self.skew >= 2.0:
             traits.append(f"right-skewed (the worse side {self.skew:.1f}x the better)")
         elif self.skew <= 0.5:
-            traits.append(f"left-skewed (the better side {1 / self.skew:.1f}x the worse)")
+            # 0 where most runs tie on the worse side (a metric printed to few digits).
+            ratio = f"{1 / self.skew:.1f}x the worse" if self.skew > 0 else "wider; the worse ties"
+            traits.append(f"left-skewed (the better side {ratio})")
         if self.serial >= 0.25:
             traits.append(
                 f"serially correlated (lag-1 {self.serial:.2f}: bursts or persistent states)"

@@ -1,7 +1,7 @@
 """Robust location and spread for noisy metrics: what one spike cannot move.
 
-Pure, no I/O, imports nothing from the package. `decide` uses it when a rule's estimator is
-not the plain mean:
+Pure, no I/O, imports nothing from the package but its table of factors. `decide` uses it
+when a rule's estimator is not the plain mean:
 
 - `median` (symmetric noise): each side's location is its median; the spread is the
   pooled median absolute deviation from each version's median.
@@ -19,11 +19,14 @@ exactly.
 
 from __future__ import annotations
 
+import decimal
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Literal
+
+from autoresearch.stats.consistency_table import TABLE as CONSISTENCY_TABLE
 
 Estimator = Literal["mean", "median", "robust", "time", "states"]
 # "states" is the clipped mean of runs folded into one of the machine's speed states (see
@@ -43,6 +46,13 @@ MAD_NORMAL = 0.6744897501960817
 SCREEN_QUANTILE = 0.9
 SCREEN_STEPS = (0.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0)
 SCREEN_GAUSSIAN = 2.5  # a quantile below this is what Gaussian noise gives: no tolerance
+# A version's spread is at least this share of the spread of all but the worst quarter of
+# its runs (`_wide`), so that two runs of a four-run baseline that happen to agree cannot
+# make the noise vanish; from WIDE_MIN runs, below which a quarter is not one run.
+FLOOR_SHARE = 0.5
+WIDE_MIN = 4
+# Consistency factors are simulated for groups up to this size; a larger group uses its.
+CONSISTENCY_MAX = 64
 # The share of the degrees of freedom the noise estimate claims: all of them, since its
 # second step is a plain pooled standard deviation of the samples kept.
 DOF_SHARE = 1.0
@@ -138,8 +148,9 @@ def better_half(samples: Sequence[float], direction: str, sigma: float) -> float
     return mean + shift if worse_high(direction) else mean - shift
 
 
-def _group_scale(group: Sequence[float], estimator: str, direction: str) -> float:
-    """One version's spread statistic, before its consistency factor."""
+def _narrow(group: Sequence[float], estimator: str, direction: str) -> float:
+    """One version's spread statistic that a spike in up to half its runs cannot move: the
+    gap from its best run to the better half's last (`time`), or its MAD."""
     if estimator == "time":
         best = _better_first(group, direction)
         top = max(2, half(len(group)))
@@ -148,17 +159,71 @@ def _group_scale(group: Sequence[float], estimator: str, direction: str) -> floa
     return median([abs(x - center) for x in group])
 
 
+def _wide(group: Sequence[float], estimator: str, direction: str) -> float:
+    """The spread of all but the worst quarter of a version's runs (one at least): from the
+    best run to the last of those (`time`, whose disturbances are all on the worse side),
+    else the shortest window holding that many. Two runs that happen to agree cannot zero
+    it, as they zero `_narrow` of four runs. 0 under four runs."""
+    m = len(group)
+    if m < WIDE_MIN:
+        return 0.0
+    k = m - max(1, m // 4)
+    if estimator == "time":
+        best = _better_first(group, direction)
+        return abs(best[k - 1] - best[0])
+    ordered = sorted(group)
+    return min(ordered[i + k - 1] - ordered[i] for i in range(m - k + 1))
+
+
+def _group_scale(group: Sequence[float], estimator: str, direction: str) -> float:
+    """One version's spread statistic, before its consistency factor: the narrow one,
+    but never below FLOOR_SHARE of the wide one (each first scaled to estimate sigma)."""
+    m = min(len(group), CONSISTENCY_MAX)
+    narrow = _narrow(group, estimator, direction) * _factor(m, estimator, 0)
+    if m < WIDE_MIN:
+        return narrow
+    return max(narrow, FLOOR_SHARE * _wide(group, estimator, direction) * _factor(m, estimator, 1))
+
+
+def _factor(m: int, estimator: str, which: int) -> float:
+    """The consistency factor of `_narrow` (0), `_wide` (1) or `_group_scale` (2) for m
+    runs: from the table, else simulated."""
+    kind = "time" if estimator == "time" else "robust"
+    found = CONSISTENCY_TABLE.get((kind, m))
+    return found[which] if found is not None else simulated_factors(m, kind)[which]
+
+
 @lru_cache(maxsize=512)
+def simulated_factors(m: int, estimator: str) -> tuple[float, float, float]:
+    """The factors that make `_narrow`, `_wide` and `_group_scale` of m Gaussian samples
+    median-unbiased estimates of sigma, by simulation with a fixed seed (deterministic;
+    `consistency_table` holds them for every m the pool uses)."""
+    time = estimator == "time"
+
+    def middle(stat: Callable[[list[float]], float]) -> float:
+        rng = random.Random(1_000_003 * m + (1 if time else 0))
+        stats = sorted(stat([rng.gauss(0.0, 1.0) for _ in range(m)]) for _ in range(4001))
+        found = stats[len(stats) // 2]
+        return 1.0 / found if found > 0 else 1.0
+
+    narrow = middle(lambda g: _narrow(g, estimator, "minimize"))
+    if m < WIDE_MIN:
+        return narrow, 1.0, 1.0
+    wide = middle(lambda g: _wide(g, estimator, "minimize"))
+    both = middle(
+        lambda g: max(
+            narrow * _narrow(g, estimator, "minimize"),
+            FLOOR_SHARE * wide * _wide(g, estimator, "minimize"),
+        )
+    )
+    return narrow, wide, both
+
+
 def consistency(m: int, estimator: str) -> float:
     """The factor that makes `_group_scale` of m Gaussian samples a median-unbiased
-    estimate of sigma (fixed seed: deterministic)."""
-    rng = random.Random(1_000_003 * m + (1 if estimator == "time" else 0))
-    stats = sorted(
-        _group_scale([rng.gauss(0.0, 1.0) for _ in range(m)], estimator, "minimize")
-        for _ in range(4001)
-    )
-    middle = stats[len(stats) // 2]
-    return 1.0 / middle if middle > 0 else 1.0
+    estimate of sigma."""
+    m = min(m, CONSISTENCY_MAX)
+    return 1.0 if m < WIDE_MIN else _factor(m, estimator, 2)
 
 
 def _weighted_median(pairs: list[tuple[float, float]]) -> float:
@@ -188,13 +253,14 @@ def robust_sigma(
         m = len(group)
         if m < 2:
             continue
-        scale = _group_scale(group, estimator, direction) * consistency(min(m, 64), estimator)
+        scale = _group_scale(group, estimator, direction) * consistency(m, estimator)
         pairs.append((scale, m - 1))
     if not pairs:
         return None
     start = _weighted_median(pairs)
-    if start <= 0 or estimator == "median":
-        return start, sum(int(w) for _, w in pairs)
+    floor = resolution_floor(groups)
+    if start <= floor or estimator == "median":
+        return max(start, floor), sum(int(w) for _, w in pairs)
     ss = 0.0
     dof = 0
     for group in groups:
@@ -208,7 +274,34 @@ def robust_sigma(
         dof += len(kept) - 1
     if dof == 0 or ss <= 0:
         return start, sum(int(w) for _, w in pairs)
-    return math.sqrt(ss / dof), dof
+    return max(math.sqrt(ss / dof), floor), dof
+
+
+def resolution_floor(groups: Sequence[Sequence[float]]) -> float:
+    """The least noise runs printed at their resolution can have: the rounding's own,
+    resolution / sqrt(12), where a version's runs tie though they differ (a metric printed
+    to few digits, a count), and 0 elsewhere. Without it, three tied runs of four leave
+    every robust spread at 0, and a noisy metric would be judged as an exact one."""
+    tied = False
+    for group in groups:
+        distinct = len(set(group))
+        if 1 < distinct < len(group):
+            tied = True
+            break
+    if not tied:
+        return 0.0
+    step = min(resolution(x) for group in groups for x in group)
+    return step / math.sqrt(12.0)
+
+
+@lru_cache(maxsize=4096)
+def resolution(value: float) -> float:
+    """The last printed digit's unit of `value` as it was read (0.001 for 0.912, 1 for
+    150.0 or 1200), never above 1."""
+    if not math.isfinite(value):
+        return 1.0
+    exponent = decimal.Decimal(repr(value)).normalize().as_tuple().exponent
+    return 10.0 ** min(int(exponent), 0)
 
 
 def screen_tolerance(
