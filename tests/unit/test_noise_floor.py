@@ -2,7 +2,7 @@
 happen to agree, or runs that tie because the metric is printed to few digits, leave every
 robust spread statistic at or near 0, and a campaign that believes its noise is nothing
 keeps a run that is better by chance and drops a real gain whose first run drew a spike.
-`robust.FLOOR_SHARE` and `robust.resolution_floor` keep the estimate honest; these tests
+`robust.FLOOR_SHARE` and `robust.tied_resolution` keep the estimate honest; these tests
 attack the promise: what is kept is really better."""
 
 from __future__ import annotations
@@ -176,10 +176,13 @@ def test_the_spread_of_two_agreeing_runs_is_floored_by_the_others() -> None:
 def test_an_exact_metric_stays_exact_and_ties_floor_at_the_rounding() -> None:
     # Runs that never differ within a version: an exact metric, whatever the digits.
     assert robust.robust_sigma([[0.912] * 4, [0.915] * 3], "robust", "maximize") == (0.0, 5)
+    # Runs a digit apart are neighbours, not spikes; the rounding is the least noise.
     sigma, _ = robust.robust_sigma([[0.912, 0.912, 0.912, 0.913]], "robust", "maximize") or (0, 0)
+    assert sigma == pytest.approx(0.0005)
+    sigma, _ = robust.robust_sigma([[0.912, 0.912, 0.912, 0.915]], "robust", "maximize") or (0, 0)
     assert sigma == pytest.approx(0.001 / 12**0.5)
     # Full-precision runs never tie: no floor from the digits.
-    assert robust.resolution_floor([[0.1 + 0.2, 0.3, 0.31]]) == 0.0
+    assert robust.tied_resolution([[0.1 + 0.2, 0.3, 0.31]]) == 0.0
 
 
 @pytest.mark.parametrize(

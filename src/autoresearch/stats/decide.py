@@ -184,7 +184,7 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # run carries; 12: a reference no comparison measured in the last
 # `sample_book.UNMEASURED_COMPARISONS` has gone stale; 13: a version's spread is never
 # below half that of all but its worst quarter of runs, nor below the rounding of runs
-# printed to few digits, `robust.FLOOR_SHARE`, `robust.resolution_floor`). `verify` holds
+# printed to few digits, `robust.FLOOR_SHARE`, `robust.tied_resolution`). `verify` holds
 # a record to today's rule only when today's judge wrote it, and the calibrated boundaries
 # are cached per judge version.
 JUDGE_VERSION = 13

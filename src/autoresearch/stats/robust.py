@@ -258,40 +258,39 @@ def robust_sigma(
     if not pairs:
         return None
     start = _weighted_median(pairs)
-    floor = resolution_floor(groups)
-    if start <= floor or estimator == "median":
-        return max(start, floor), sum(int(w) for _, w in pairs)
+    dofs = sum(int(w) for _, w in pairs)
+    step = tied_resolution(groups)
+    least = step / math.sqrt(12.0)  # the rounding's own noise
+    if estimator == "median" or max(start, step) <= 0:
+        return max(start, least), dofs
+    # Runs one printed digit apart are never left out as spikes of each other.
+    edge = max(start, step / 2)
     ss = 0.0
     dof = 0
     for group in groups:
         if len(group) < 2:
             continue
-        kept = inliers(group, estimator, direction, start)
+        kept = inliers(group, estimator, direction, edge)
         if len(kept) < 2:
             continue
         mean = math.fsum(kept) / len(kept)
         ss += sum((x - mean) ** 2 for x in kept)
         dof += len(kept) - 1
     if dof == 0 or ss <= 0:
-        return start, sum(int(w) for _, w in pairs)
-    return max(math.sqrt(ss / dof), floor), dof
+        return max(start, least), dofs
+    return max(math.sqrt(ss / dof), least), dof
 
 
-def resolution_floor(groups: Sequence[Sequence[float]]) -> float:
-    """The least noise runs printed at their resolution can have: the rounding's own,
-    resolution / sqrt(12), where a version's runs tie though they differ (a metric printed
-    to few digits, a count), and 0 elsewhere. Without it, three tied runs of four leave
-    every robust spread at 0, and a noisy metric would be judged as an exact one."""
-    tied = False
+def tied_resolution(groups: Sequence[Sequence[float]]) -> float:
+    """The unit of the last printed digit of runs that tie though they differ (a metric
+    printed to few digits, a count), 0 where no version's runs tie. Such runs are noisy at
+    least by their rounding (the unit over sqrt(12)), and runs a unit apart are neighbours,
+    not spikes: without this, three tied runs of four leave every robust spread at 0, and a
+    noisy metric would be judged as an exact one."""
     for group in groups:
-        distinct = len(set(group))
-        if 1 < distinct < len(group):
-            tied = True
-            break
-    if not tied:
-        return 0.0
-    step = min(resolution(x) for group in groups for x in group)
-    return step / math.sqrt(12.0)
+        if 1 < len(set(group)) < len(group):
+            return min(resolution(x) for group in groups for x in group)
+    return 0.0
 
 
 @lru_cache(maxsize=4096)
