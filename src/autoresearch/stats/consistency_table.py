@@ -1,13 +1,10 @@
 """The consistency factors of `robust`'s spread statistics, as `robust.simulated_factors`
 computes them (4,001 Gaussian draws per size, fixed seeds): kept here so that no campaign,
-`verify` or test worker spends seconds simulating them again. `python -m
-autoresearch.stats.consistency_table` writes this file anew from the simulation; a test
-holds a sample of sizes to it."""
+`verify` or test worker spends seconds simulating them again. Written by `python -m
+autoresearch.stats.consistency_build`; a test holds a sample of sizes to the simulation.
+"""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 # (estimator, runs) -> (narrow, wide, both): `robust._narrow`, `robust._wide`,
 # `robust._group_scale`. "robust" stands for every estimator but "time".
@@ -139,32 +136,3 @@ TABLE: dict[tuple[str, int], tuple[float, float, float]] = {
     ("time", 63): (0.4350937133319716, 0.3353902032709245, 1.0),
     ("time", 64): (0.4401024000526182, 0.33904527040060733, 1.0),
 }
-
-
-def render() -> str:
-    from autoresearch.stats import robust
-
-    rows = [
-        f'    ("{kind}", {m}): {robust.simulated_factors(m, kind)!r},\n'
-        for kind in ("robust", "time")
-        for m in range(2, robust.CONSISTENCY_MAX + 1)
-    ]
-    text = Path(__file__).read_text()
-    head, rest = text.split("TABLE: dict[tuple[str, int], tuple[float, float, float]] = {", 1)
-    tail = rest.split("}\n", 1)[1]
-    return (
-        head
-        + "TABLE: dict[tuple[str, int], tuple[float, float, float]] = {\n"
-        + "".join(rows)
-        + "}\n"
-        + tail
-    )
-
-
-def main() -> None:
-    Path(__file__).write_text(render())
-    sys.stdout.write(f"wrote {Path(__file__)}\n")
-
-
-if __name__ == "__main__":
-    main()
