@@ -51,7 +51,8 @@ SCREEN_GAUSSIAN = 2.5  # a quantile below this is what Gaussian noise gives: no 
 # make the noise vanish; from WIDE_MIN runs, below which a quarter is not one run.
 FLOOR_SHARE = 0.5
 WIDE_MIN = 4
-# Consistency factors are simulated for groups up to this size; a larger group uses its.
+# Consistency factors are simulated for groups up to this size; a larger group uses this
+# size's.
 CONSISTENCY_MAX = 64
 # The share of the degrees of freedom the noise estimate claims: all of them, since its
 # second step is a plain pooled standard deviation of the samples kept.
@@ -176,7 +177,7 @@ def _wide(group: Sequence[float], estimator: str, direction: str) -> float:
 
 
 def _group_scale(group: Sequence[float], estimator: str, direction: str) -> float:
-    """One version's spread statistic, before its consistency factor: the narrow one,
+    """One version's spread statistic, before the factor `consistency` gives: the narrow one,
     but never below FLOOR_SHARE of the wide one (each first scaled to estimate sigma)."""
     m = min(len(group), CONSISTENCY_MAX)
     narrow = _narrow(group, estimator, direction) * _factor(m, estimator, 0)
