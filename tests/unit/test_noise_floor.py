@@ -15,8 +15,9 @@ import pytest
 from autoresearch.config import parse_config
 from autoresearch.stats import robust
 from autoresearch.stats.consistency_table import TABLE
-from autoresearch.stats.decide import Rule, Side, Verdict
+from autoresearch.stats.decide import Rule, Verdict
 from autoresearch.stats.sample_book import SampleBook
+from comparisons import drive
 
 
 def rule(noise: str, direction: str) -> Rule:
@@ -38,21 +39,7 @@ def compare(
     candidate: Callable[[], float],
     remeasure: Callable[[], float],
 ) -> Verdict:
-    """One comparison as the evaluator drives it."""
-    test = live.comparison(incumbent)
-    samples: list[float] = []
-    while isinstance(side := test.next(), Side):
-        if side is Side.INCUMBENT:
-            value = remeasure()
-            live.remeasured(incumbent, value)
-        else:
-            value = candidate()
-            samples.append(value)
-        test.add(value)
-    live.measured(commit, samples, incumbent, test.taken)
-    if test.verdict is Verdict.KEEP:
-        live.kept(commit)
-    return test.verdict
+    return drive(live, incumbent, commit, candidate, remeasure)[0]
 
 
 def timing(rng: random.Random, level: float) -> float:

@@ -16,6 +16,7 @@ from autoresearch.config import DecisionConfig
 from autoresearch.stats import sample_book
 from autoresearch.stats.decide import Side, Verdict
 from autoresearch.stats.sample_book import REFERENCE_HORIZON, UNMEASURED_COMPARISONS, SampleBook
+from comparisons import drive
 
 
 class Machine:
@@ -45,22 +46,8 @@ def compare(
     """One comparison as the evaluator drives it (its runs back into the book in the order
     taken), written to `ledger` as the engine does."""
     reference = live.reference(incumbent)
-    test = live.comparison(incumbent)
-    samples: list[float] = []
-    again: list[float] = []
-    while isinstance(side := test.next(), Side):
-        if side is Side.INCUMBENT:
-            value = remeasure()
-            again.append(value)
-            live.remeasured(incumbent, value)
-        else:
-            value = candidate()
-            samples.append(value)
-        test.add(value)
-    live.measured(commit, samples, incumbent, test.taken)
-    status = "keep" if test.verdict is Verdict.KEEP else "discard"
-    if status == "keep":
-        live.kept(commit)
+    verdict, samples, again = drive(live, incumbent, commit, candidate, remeasure)
+    status = "keep" if verdict is Verdict.KEEP else "discard"
     ledger.append(
         {
             "iteration": len(ledger),
@@ -72,7 +59,7 @@ def compare(
             "reference": reference,  # what it was judged against, for the test alone
         }
     )
-    return test.verdict
+    return verdict
 
 
 def campaign_on_a_slowing_machine(seed: int) -> tuple[SampleBook, list[dict[str, Any]], Verdict]:

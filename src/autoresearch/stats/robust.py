@@ -188,10 +188,8 @@ def _group_scale(group: Sequence[float], estimator: str, direction: str) -> floa
 
 def _factor(m: int, estimator: str, which: int) -> float:
     """The consistency factor of `_narrow` (0), `_wide` (1) or `_group_scale` (2) for m
-    runs: from the table, else simulated."""
-    kind = "time" if estimator == "time" else "robust"
-    found = CONSISTENCY_TABLE.get((kind, m))
-    return found[which] if found is not None else simulated_factors(m, kind)[which]
+    runs (2 <= m <= CONSISTENCY_MAX), from the table."""
+    return CONSISTENCY_TABLE[("time" if estimator == "time" else "robust", m)][which]
 
 
 @lru_cache(maxsize=512)
@@ -223,8 +221,7 @@ def simulated_factors(m: int, estimator: str) -> tuple[float, float, float]:
 def consistency(m: int, estimator: str) -> float:
     """The factor that makes `_group_scale` of m Gaussian samples a median-unbiased
     estimate of sigma."""
-    m = min(m, CONSISTENCY_MAX)
-    return 1.0 if m < WIDE_MIN else _factor(m, estimator, 2)
+    return _factor(min(m, CONSISTENCY_MAX), estimator, 2)
 
 
 def _weighted_median(pairs: list[tuple[float, float]]) -> float:
