@@ -483,17 +483,32 @@ def learned_boundaries(
         first_keep=rule.first_keep,
         carry=rule.carry,
     )
-    values = tuple(scaled)
+    return _learned(sim, tuple(scaled), screen, count, paths, gap, level)
+
+
+# A campaign asks for the same boundaries again where nothing new was learned: a resume
+# and `verify` replay every learn step, and `noise = "auto"` weighs the option in force at
+# each. The simulation is deterministic in its inputs, so they key it.
+@lru_cache(maxsize=64)
+def _learned(
+    sim: Rule,
+    values: tuple[float, ...],
+    screen: float,
+    count: int,
+    paths: int,
+    gap: float,
+    level: float,
+) -> Learned:
     block = block_length(values)
-    noise = Noise(1.0, KNOWN_DOF, screen, gap if rule.estimator == "states" else 0.0)
+    noise = Noise(1.0, KNOWN_DOF, screen, gap if sim.estimator == "states" else 0.0)
     found: dict[Start, float] = {}
     for start in Start:
         before = [
             found[Start.AFTER_KEEP] if i == 0 else found[Start.PARTIAL]
             for i in range(PRIOR_ATTEMPTS[start])
         ]
-        seed = f"{LEARN_SEED}/{count}/{paths}/{start.name}/{rule.estimator}"
-        rng = random.Random(seed if rule.first_keep == 1 else f"{seed}/{rule.first_keep}")
+        seed = f"{LEARN_SEED}/{count}/{paths}/{start.name}/{sim.estimator}"
+        rng = random.Random(seed if sim.first_keep == 1 else f"{seed}/{sim.first_keep}")
 
         def drawn(rng: random.Random = rng) -> Iterator[tuple[Noise, Iterator[float]]]:
             for _ in range(paths):
@@ -504,12 +519,12 @@ def learned_boundaries(
         found[start] = critical_quantile(sim, before, drawn(), paths, prior)
     return Learned(
         count,
-        rule.estimator,
+        sim.estimator,
         screen,
         block,
         (found[Start.AFTER_KEEP], found[Start.PARTIAL], found[Start.FULL]),
-        rule.first_keep,
-        gap if rule.estimator == "states" else 0.0,
+        sim.first_keep,
+        gap if sim.estimator == "states" else 0.0,
     )
 
 
