@@ -489,7 +489,7 @@ def learned_boundaries(
 # A campaign asks for the same boundaries again where nothing new was learned: a resume
 # and `verify` replay every learn step, and `noise = "auto"` weighs the option in force at
 # each. The simulation is deterministic in its inputs, so they key it.
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)
 def _learned(
     sim: Rule,
     values: tuple[float, ...],
