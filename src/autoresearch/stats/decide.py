@@ -761,6 +761,10 @@ class Comparison:
         self.set_aside = 0  # fresh incumbent runs answered with another as spikes
         self._scale: float | None = None  # the spike scale, once asked for
         self._level: float | None = None  # the median of `prior`, once asked for
+        # `_left_out` for the reference as it stands: asked at every look and after every
+        # incumbent run, it changes only when the reference or the set-asides do.
+        self._changes = 0  # how often the reference was changed
+        self._spikes: tuple[tuple[int, int], list[bool] | None] | None = None
         self.direction = direction
         self.noise_source = noise
         self.carried = carried
@@ -826,6 +830,7 @@ class Comparison:
             reference.append(value)
             if len(reference) > self.rule.max_samples:
                 del reference[0]
+            self._changes += 1
             if self.set_aside < SPIKE_RERUNS and self._spike():
                 self.set_aside += 1
                 return None  # answered with another run of the incumbent
@@ -902,6 +907,13 @@ class Comparison:
         return self._scale
 
     def _left_out(self) -> list[bool] | None:
+        """Which reference samples are spikes, or None when none is left out (`_spiked`)."""
+        key = (self._changes, self.set_aside)
+        if self._spikes is None or self._spikes[0] != key:
+            self._spikes = (key, self._spiked())
+        return self._spikes[1]
+
+    def _spiked(self) -> list[bool] | None:
         """Which reference samples are spikes, or None when none is left out.
 
         A sample worse than the level the incumbent was kept at (the median of `prior`)
