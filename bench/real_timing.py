@@ -24,7 +24,10 @@ baseline, interleaved pairs, the neighbour still running). Printed per campaign:
 changes, whether confirm confirms the kept best, and whether the slower change was kept.
 
     python bench/real_timing.py [--campaigns 5] [--neighbour 1] [--pairs 10] [--clock wall|cpu]
-        [--sections 200] [--remedies [--inner 5]] [--weight 1]
+        [--sections 200] [--remedies [--inner 5]] [--weight 1] [--machine-check 12]
+
+Before the campaigns it prints `--machine-check` runs of the baseline's metric taken in a
+row beside the neighbour: how far the machine's own speed moves while the code does not.
 """
 
 from __future__ import annotations
@@ -171,10 +174,8 @@ def library(base: Path) -> Path:
     return next((base / "src").iterdir())
 
 
-def one_campaign(
-    index: int, source: Path, base: Path, pairs: int, bench: str, remedies: bool, weight: int
-) -> dict[str, object]:
-    repo = base / f"markdown-{index}"
+def baseline_repo(repo: Path, source: Path, bench: str, weight: int) -> None:
+    """The library with the inefficiencies put in, and the metric's script."""
     repo.mkdir()
     shutil.copytree(source / "markdown", repo / "markdown")
     shutil.copytree(source / "tests", repo / "tests")
@@ -184,6 +185,45 @@ def one_campaign(
     text = text.replace("import codecs\n", "import codecs\nimport copy\n", 1)
     core.write_text(text.replace(SERIALIZE, (COPY_LINE + CHECK_LINE) * weight + SERIALIZE, 1))
     (repo / "bench.py").write_text(bench)
+
+
+def machine_check(
+    source: Path, base: Path, bench: str, remedies: bool, weight: int, runs: int
+) -> str:
+    """The baseline's metric run `runs` times in a row beside the neighbour, before any
+    campaign: how far this machine's own speed moves while the code does not (a level that
+    shifts for several runs in a row is beyond what a campaign of a few runs a side sees
+    through)."""
+    repo = base / "machine-check"
+    baseline_repo(repo, source, bench, weight)
+    command = ["taskset", "-c", "0"] if remedies else []
+    values = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [*command, sys.executable, "bench.py"], cwd=repo, capture_output=True, text=True
+        )
+        values.append(float(out.stdout.split("time_ms:")[1]))
+    ordered = sorted(values)
+    median = ordered[len(ordered) // 2]
+    far = [abs(v / median - 1) > 0.1 for v in values]
+    longest = run = 0
+    for out_of_line in far:
+        run = run + 1 if out_of_line else 0
+        longest = max(longest, run)
+    return (
+        f"the machine, before the campaigns: {runs} runs of the baseline's metric in a row: "
+        + ", ".join(f"{v:.0f}" for v in values)
+        + f" ms; median {median:.1f}, {100 * (ordered[0] / median - 1):+.1f}% to "
+        f"{100 * (ordered[-1] / median - 1):+.1f}%; the longest stretch more than 10% from "
+        f"the median: {longest} run(s)"
+    )
+
+
+def one_campaign(
+    index: int, source: Path, base: Path, pairs: int, bench: str, remedies: bool, weight: int
+) -> dict[str, object]:
+    repo = base / f"markdown-{index}"
+    baseline_repo(repo, source, bench, weight)
     order = list(PATCHES)
     random.Random(index).shuffle(order)
     plan = [(*p, RENAMED_LOOPS.get(p[2])) for p in order]
@@ -268,9 +308,18 @@ def main() -> None:
         help="how many times each inefficiency is put in (and each speedup removes): 1 "
         "gives speedups of about 3%% each, 2 about 6%%, 3 about 9%%",
     )
+    parser.add_argument(
+        "--machine-check",
+        type=int,
+        default=12,
+        help="runs of the baseline's metric in a row before the campaigns, to show how far "
+        "the machine's own speed moves (0: none)",
+    )
     args = parser.parse_args()
-    if args.weight < 1 or args.inner < 1:
-        parser.error("--weight and --inner take a whole number of 1 or more")
+    if args.weight < 1 or args.inner < 1 or args.machine_check < 0:
+        parser.error(
+            "--weight and --inner take a whole number of 1 or more, --machine-check of 0 or more"
+        )
     if args.remedies:
         args.clock = "cpu"
     clock = "perf_counter" if args.clock == "wall" else "process_time"
@@ -283,6 +332,11 @@ def main() -> None:
         (base / "propose.py").write_text(PROPOSER)
         busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.neighbour)]
         try:
+            if args.machine_check:
+                check = machine_check(
+                    source, base, bench, args.remedies, args.weight, args.machine_check
+                )
+                print(check, flush=True)
             for index in range(1, args.campaigns + 1):
                 row = one_campaign(
                     index, source, base, args.pairs, bench, args.remedies, args.weight
