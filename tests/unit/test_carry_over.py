@@ -261,25 +261,36 @@ def probe(shape: Callable[[float, float, random.Random], float], seed: int) -> W
     return book
 
 
-def test_auto_judges_after_own_runs_until_the_comparisons_show_how_much_runs_carry() -> None:
+def test_auto_judges_after_own_runs_from_the_start() -> None:
     """A campaign cannot read carry-over before it has compared versions, and a real gain
     that every run after the incumbent hides is dropped by then: `auto` starts judging only
-    the runs that follow their own version, goes back to judging every run once its
-    comparisons show that runs carry too little to matter, and stays where they carry."""
+    the runs that follow their own version."""
     start = SampleBook(AUTO, "minimize")
     start.baseline("c0", [100.0, 101.0, 99.0, 100.5])
     assert start.rule.carry and start.rule.probe
     assert start.switches and "until the comparisons show" in start.switches[0]
+
+
+# Each shape is a test of its own (ten campaigns of 40 attempts each, about a minute), so
+# that parallel workers share them.
+@pytest.mark.parametrize("shape", ["nothing carries", "a switch costs", "heat carries"])
+def test_auto_judges_every_run_once_the_comparisons_show_how_much_runs_carry(shape: str) -> None:
+    """`auto` goes back to judging every run once its comparisons show that runs carry too
+    little to matter (or that a switch of version costs alike whichever way), and stays
+    where they carry."""
     seeds = range(10)
-    plain = [probe(lambda last, now, rng: 0.0, seed) for seed in seeds]
-    cost = [probe(switch_cost, seed) for seed in seeds]
-    hot = [probe(thermal(1.0), seed) for seed in seeds]
-    ended = [b.ended for b in plain if any("every run judged" in t for t in b.switches)]
-    assert len(ended) >= 9, [b.switches for b in plain]
-    # Where nothing carries, most of the campaign judges every run.
-    assert all(n is not None and n <= 20 for n in ended), ended
-    assert sum(b.ended is not None for b in cost) >= 9, [b.switches for b in cost]
-    assert sum(b.rule.carry for b in hot) >= 8, [b.switches for b in hot]
+    if shape == "nothing carries":
+        plain = [probe(lambda last, now, rng: 0.0, seed) for seed in seeds]
+        ended = [b.ended for b in plain if any("every run judged" in t for t in b.switches)]
+        assert len(ended) >= 9, [b.switches for b in plain]
+        # Where nothing carries, most of the campaign judges every run.
+        assert all(n is not None and n <= 20 for n in ended), ended
+    elif shape == "a switch costs":
+        cost = [probe(switch_cost, seed) for seed in seeds]
+        assert sum(b.ended is not None for b in cost) >= 9, [b.switches for b in cost]
+    else:
+        hot = [probe(thermal(1.0), seed) for seed in seeds]
+        assert sum(b.rule.carry for b in hot) >= 8, [b.switches for b in hot]
 
 
 def test_while_probing_a_drop_waits_for_one_more_run_of_the_incumbent() -> None:
