@@ -32,16 +32,6 @@ def rule(noise: str, direction: str) -> Rule:
     return config.decision.to_rule()
 
 
-def compare(
-    live: SampleBook,
-    incumbent: str,
-    commit: str,
-    candidate: Callable[[], float],
-    remeasure: Callable[[], float],
-) -> Verdict:
-    return drive(live, incumbent, commit, candidate, remeasure)[0]
-
-
 def timing(rng: random.Random, level: float) -> float:
     """One run of a timing printed to the microsecond (ms, 3 decimals): Gaussian noise
     of 0.6% and, on one run in six, a disturbance of 3-8% that only makes it slower."""
@@ -86,7 +76,7 @@ def test_nothing_is_kept_by_chance_after_two_baseline_runs_agreed(noise: str) ->
         live.baseline("b", list(AGREEING_BASELINE))
         for i in range(12):
             compared += 1
-            verdict = compare(
+            verdict, _, _ = drive(
                 live, "b", f"n{i}", runs(timing, rng, 151.0), runs(timing, rng, 151.0)
             )
             if verdict is Verdict.KEEP:
@@ -107,7 +97,7 @@ def test_a_real_speedup_is_not_screened_out_after_two_baseline_runs_agreed(noise
         live = SampleBook(rule(noise, "minimize"), "minimize")
         live.baseline("b", list(AGREEING_BASELINE))
 
-        verdict = compare(
+        verdict, _, _ = drive(
             live,
             "b",
             "fast",
@@ -139,13 +129,13 @@ def test_a_metric_whose_runs_tie_is_not_judged_as_exact() -> None:
         incumbent = "b"
         for i in range(10):
             nulls += 1
-            verdict = compare(
+            verdict, _, _ = drive(
                 live, incumbent, f"n{i}", runs(accuracy, rng, 0.912), runs(accuracy, rng, 0.912)
             )
             if verdict is Verdict.KEEP:
                 nulls_kept += 1
                 incumbent = f"n{i}"
-        verdict = compare(
+        verdict, _, _ = drive(
             live, incumbent, "gain", runs(accuracy, rng, 0.915), runs(accuracy, rng, 0.912)
         )
         gains += verdict is Verdict.KEEP
