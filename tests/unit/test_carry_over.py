@@ -273,24 +273,25 @@ def test_auto_judges_after_own_runs_from_the_start() -> None:
 
 # Each shape is a test of its own (ten campaigns of 40 attempts each, about a minute), so
 # that parallel workers share them.
-@pytest.mark.parametrize("shape", ["nothing carries", "a switch costs", "heat carries"])
-def test_auto_judges_every_run_once_the_comparisons_show_how_much_runs_carry(shape: str) -> None:
+def test_auto_judges_every_run_once_the_comparisons_show_that_nothing_carries() -> None:
     """`auto` goes back to judging every run once its comparisons show that runs carry too
-    little to matter (or that a switch of version costs alike whichever way), and stays
-    where they carry."""
-    seeds = range(10)
-    if shape == "nothing carries":
-        plain = [probe(lambda last, now, rng: 0.0, seed) for seed in seeds]
-        ended = [b.ended for b in plain if any("every run judged" in t for t in b.switches)]
-        assert len(ended) >= 9, [b.switches for b in plain]
-        # Where nothing carries, most of the campaign judges every run.
-        assert all(n is not None and n <= 20 for n in ended), ended
-    elif shape == "a switch costs":
-        cost = [probe(switch_cost, seed) for seed in seeds]
-        assert sum(b.ended is not None for b in cost) >= 9, [b.switches for b in cost]
-    else:
-        hot = [probe(thermal(1.0), seed) for seed in seeds]
-        assert sum(b.rule.carry for b in hot) >= 8, [b.switches for b in hot]
+    little to matter, early in the campaign."""
+    plain = [probe(lambda last, now, rng: 0.0, seed) for seed in range(10)]
+    ended = [b.ended for b in plain if any("every run judged" in t for t in b.switches)]
+    assert len(ended) >= 9, [b.switches for b in plain]
+    # Where nothing carries, most of the campaign judges every run.
+    assert all(n is not None and n <= 20 for n in ended), ended
+
+
+def test_auto_judges_every_run_where_a_switch_of_version_costs_alike() -> None:
+    """A switch of version that costs alike whichever way is no carry-over."""
+    cost = [probe(switch_cost, seed) for seed in range(10)]
+    assert sum(b.ended is not None for b in cost) >= 9, [b.switches for b in cost]
+
+
+def test_auto_keeps_judging_after_own_runs_where_heat_carries() -> None:
+    hot = [probe(thermal(1.0), seed) for seed in range(10)]
+    assert sum(b.rule.carry for b in hot) >= 8, [b.switches for b in hot]
 
 
 def test_while_probing_a_drop_waits_for_one_more_run_of_the_incumbent() -> None:
