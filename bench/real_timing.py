@@ -174,6 +174,11 @@ def library(base: Path) -> Path:
     return next((base / "src").iterdir())
 
 
+def metric_command(remedies: bool) -> str:
+    """The metric's command line: pinned to one core under `--remedies`."""
+    return "taskset -c 0 python bench.py" if remedies else "python bench.py"
+
+
 def baseline_repo(repo: Path, source: Path, bench: str, weight: int) -> None:
     """The library with the inefficiencies put in, and the metric's script."""
     repo.mkdir()
@@ -196,12 +201,13 @@ def machine_check(
     through)."""
     repo = base / "machine-check"
     baseline_repo(repo, source, bench, weight)
-    command = ["taskset", "-c", "0"] if remedies else []
+    # The campaign's command, run by this interpreter (the engine puts its own first on PATH).
+    command = [sys.executable if w == "python" else w for w in metric_command(remedies).split()]
     values = []
     for _ in range(runs):
-        out = subprocess.run(
-            [*command, sys.executable, "bench.py"], cwd=repo, capture_output=True, text=True
-        )
+        out = subprocess.run(command, cwd=repo, capture_output=True, text=True)
+        if "time_ms:" not in out.stdout:
+            raise SystemExit(f"the machine check's metric run failed: {out.stderr[-2000:]}")
         values.append(float(out.stdout.split("time_ms:")[1]))
     ordered = sorted(values)
     median = ordered[len(ordered) // 2]
@@ -231,7 +237,7 @@ def one_campaign(
     (repo / "autoresearch.toml").write_text(
         CONFIG.format(
             attempts=len(plan),
-            metric="taskset -c 0 python bench.py" if remedies else "python bench.py",
+            metric=metric_command(remedies),
             exclusive="true" if remedies else "false",
             python=sys.executable,
             proposer=base / "propose.py",
