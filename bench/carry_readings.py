@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from autoresearch.stats.decide import Comparison, Noise, Rule, Side, Verdict
@@ -50,35 +50,46 @@ class Wandering:
         return self.x
 
 
+def thermal(share: float) -> Shape:
+    """A run after a slower version carries `share` of its excess (it heated the machine)."""
+    return lambda last, now, rng: share * max(0.0, last - now)
+
+
+def symmetric(share: float) -> Shape:
+    """A run carries `share` of the last run's difference from it, both ways."""
+    return lambda last, now, rng: share * (last - now)
+
+
+def switch_cost(last: float, now: float, rng: random.Random) -> float:
+    """A run after another version 2 units slower, whichever is faster (no carry)."""
+    return 2.0 if last != now else 0.0
+
+
+def bursts(last: float, now: float, rng: random.Random) -> float:
+    """Contention on one run in ten, up to 6 units (no carry)."""
+    return 6.0 * rng.random() if rng.random() < 0.1 else 0.0
+
+
 SHAPES: dict[str, tuple[bool, Callable[[], Shape]]] = {
     "plain (Gaussian 1)": (False, lambda: lambda last, now, rng: 0.0),
-    "a switch of version costs 2": (False, lambda: lambda last, now, rng: 2.0 * (last != now)),
-    "bursts: one run in ten up to 6": (
-        False,
-        lambda: lambda last, now, rng: 6.0 * rng.random() if rng.random() < 0.1 else 0.0,
-    ),
+    "a switch of version costs 2": (False, lambda: switch_cost),
+    "bursts: one run in ten up to 6": (False, lambda: bursts),
     "two speeds 15 apart, lasting 20 runs": (False, lambda: States(15.0, 20.0)),
     "two speeds 15 apart, lasting 3 runs": (False, lambda: States(15.0, 3.0)),
     "wandering speed, sd 5": (False, lambda: Wandering(5.0)),
-    "after a slower version, all its excess": (
-        True,
-        lambda: lambda last, now, rng: max(0.0, last - now),
-    ),
-    "after a slower version, half its excess": (
-        True,
-        lambda: lambda last, now, rng: 0.5 * max(0.0, last - now),
-    ),
-    "half the last run's difference, both ways": (
-        True,
-        lambda: lambda last, now, rng: 0.5 * (last - now),
-    ),
+    "after a slower version, all its excess": (True, lambda: thermal(1.0)),
+    "after a slower version, half its excess": (True, lambda: thermal(0.5)),
+    "half the last run's difference, both ways": (True, lambda: symmetric(0.5)),
 }
 
 
 @dataclass
 class Machine:
+    """One machine's runs in the order taken: Gaussian 1 noise, and what a run keeps of
+    the run before it (`carry`, from the last run's true level and this one's)."""
+
     seed: int
-    shape: Shape
+    carry: Shape = lambda last, now, rng: 0.0
     rng: random.Random = field(init=False)
     last: float | None = None
 
@@ -86,9 +97,30 @@ class Machine:
         self.rng = random.Random(self.seed)
 
     def run(self, level: float) -> float:
-        extra = 0.0 if self.last is None else self.shape(self.last, level, self.rng)
+        extra = 0.0 if self.last is None else self.carry(self.last, level, self.rng)
         self.last = level
         return level + self.rng.gauss(0.0, 1.0) + extra
+
+
+def comparisons(
+    machine: Machine, rule: Rule, baseline: list[float], attempts: int
+) -> Iterator[tuple[str, Runs]]:
+    """A campaign's comparisons, in order, each with its incumbent: judged at a fixed noise
+    of 1 and boundary (what carry-over is read from does not need the boundary learned),
+    candidates drawn from EFFECTS, a keep makes the incumbent."""
+    rng = random.Random(machine.seed + 1000)
+    incumbent, level = "c0", 100.0
+    reference = list(baseline)
+    for i in range(1, attempts + 1):
+        candidate = level - rng.choice(EFFECTS)
+        test = Comparison(rule, "minimize", reference[-8:], Noise(1.0, 100), 8, efficacy=2.5)
+        while isinstance(side := test.next(), Side):
+            test.add(machine.run(candidate if side is Side.CANDIDATE else level))
+        yield incumbent, test.taken
+        reference += [v for s, v, _ in test.taken if s is Side.INCUMBENT]
+        if test.verdict is Verdict.KEEP:
+            incumbent, level = f"c{i}", candidate
+            reference = [v for s, v, _ in test.taken if s is Side.CANDIDATE][-2:]
 
 
 def campaign(shape: Shape, seed: int, attempts: int) -> tuple[str, int]:
@@ -97,26 +129,15 @@ def campaign(shape: Shape, seed: int, attempts: int) -> tuple[str, int]:
         "sequential", max_samples=8, estimator="robust", pairs="both", carry=True, probe=True
     )
     machine = Machine(seed, shape)
-    rng = random.Random(seed + 1000)
-    incumbent, level = "c0", 100.0
-    baseline = [machine.run(level) for _ in range(4)]
-    reference = list(baseline)
+    baseline = [machine.run(100.0) for _ in range(4)]
     sequences: list[tuple[str, Runs]] = []
-    for i in range(1, attempts + 1):
-        candidate = level - rng.choice(EFFECTS)
-        test = Comparison(rule, "minimize", reference[-8:], Noise(1.0, 100), 8, efficacy=2.5)
-        while isinstance(side := test.next(), Side):
-            test.add(machine.run(candidate if side is Side.CANDIDATE else level))
-        sequences.append((incumbent, test.taken))
-        reference += [v for s, v, _ in test.taken if s is Side.INCUMBENT]
+    for i, compared in enumerate(comparisons(machine, rule, baseline, attempts), 1):
+        sequences.append(compared)
         carry = carry_over(sequences, "minimize", 1.0, {"c0": baseline[1:]})
         if carry.found:
             return "found", i
         if carry.absent:
             return "absent", i
-        if test.verdict is Verdict.KEEP:
-            incumbent, level = f"c{i}", candidate
-            reference = [v for s, v, _ in test.taken if s is Side.CANDIDATE][-2:]
     return "open", attempts
 
 

@@ -6,8 +6,9 @@ carry-over nothing changes."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+import sys
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -17,49 +18,21 @@ from autoresearch.stats.noise_model import Runs, carry_over
 from autoresearch.stats.sample_book import SampleBook
 from conftest import upper_bound
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+# The machines and the campaign's comparisons as the bench runs them.
+from carry_readings import (
+    EFFECTS,
+    Machine,
+    Shape,
+    bursts,
+    comparisons,
+    switch_cost,
+    symmetric,
+    thermal,
+)
+
 AUTO = Rule("auto", max_samples=8, confidence=0.95, estimator="robust", adaptive=True)
-# The true levels of a campaign's candidates: most changes are worse, a few better (units
-# of a level of 100, Gaussian 1 noise).
-EFFECTS = (-5.0, -3.0, -2.0, -1.0, 0.0, 0.0, 1.0, 2.0, 3.0, 4.0)
-
-
-@dataclass
-class Machine:
-    """One machine's runs in the order taken: Gaussian 1 noise, and what a run keeps of
-    the run before it (`carry`, from the last run's true level and this one's)."""
-
-    seed: int
-    carry: Callable[[float, float, random.Random], float] = lambda last, now, rng: 0.0
-    rng: random.Random = field(init=False)
-    last: float | None = None
-
-    def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
-
-    def run(self, level: float) -> float:
-        extra = 0.0 if self.last is None else self.carry(self.last, level, self.rng)
-        self.last = level
-        return level + self.rng.gauss(0.0, 1.0) + extra
-
-
-def thermal(share: float) -> Callable[[float, float, random.Random], float]:
-    """A run after a slower version carries `share` of its excess (it heated the machine)."""
-    return lambda last, now, rng: share * max(0.0, last - now)
-
-
-def symmetric(share: float) -> Callable[[float, float, random.Random], float]:
-    """A run carries `share` of the last run's difference from it, both ways."""
-    return lambda last, now, rng: share * (last - now)
-
-
-def switch_cost(last: float, now: float, rng: random.Random) -> float:
-    """A run after another version 2 units slower, whichever is faster (no carry)."""
-    return 2.0 if last != now else 0.0
-
-
-def bursts(last: float, now: float, rng: random.Random) -> float:
-    """Contention on one run in ten, up to 6 units (no carry)."""
-    return 6.0 * rng.random() if rng.random() < 0.1 else 0.0
 
 
 def campaign(
@@ -114,33 +87,15 @@ def campaign(
     return records, judged, true
 
 
-def sequences(
-    shape: Callable[[float, float, random.Random], float], seed: int, attempts: int = 40
-) -> list[tuple[str, Runs]]:
-    """A campaign's comparisons, in order, each with its incumbent: judged at a fixed
-    noise of 1 and boundary (what carry-over is read from does not need the boundary
-    learned), a keep makes the incumbent."""
+def sequences(shape: Shape, seed: int, attempts: int = 40) -> list[tuple[str, Runs]]:
+    """A campaign's comparisons, in order, each with its incumbent, every run judged."""
     rule = Rule("sequential", max_samples=8, estimator="robust", pairs="both")
     machine = Machine(seed, shape)
-    rng = random.Random(seed + 1000)
-    incumbent, level = "c0", 100.0
-    reference = [machine.run(level) for _ in range(4)]
-    out: list[tuple[str, Runs]] = []
-    for i in range(1, attempts + 1):
-        candidate = level - rng.choice(EFFECTS)
-        test = Comparison(rule, "minimize", reference[-8:], Noise(1.0, 100), 8, efficacy=2.5)
-        while isinstance(side := test.next(), Side):
-            value = machine.run(candidate if side is Side.CANDIDATE else level)
-            test.add(value)
-        out.append((incumbent, test.taken))
-        reference += [v for s, v, _ in test.taken if s is Side.INCUMBENT]
-        if test.verdict is Verdict.KEEP:
-            incumbent, level = f"c{i}", candidate
-            reference = [v for s, v, _ in test.taken if s is Side.CANDIDATE][-2:]
-    return out
+    baseline = [machine.run(100.0) for _ in range(4)]
+    return list(comparisons(machine, rule, baseline, attempts))
 
 
-def found(shape: Callable[[float, float, random.Random], float], seeds: range) -> int:
+def found(shape: Shape, seeds: range) -> int:
     """In how many campaigns of 40 attempts carry-over is found."""
     return sum(carry_over(sequences(shape, seed), "minimize", 1.0).found for seed in seeds)
 
@@ -254,7 +209,7 @@ class Watched(SampleBook):
             self.ended = len(self.sequences)
 
 
-def probe(shape: Callable[[float, float, random.Random], float], seed: int) -> Watched:
+def probe(shape: Shape, seed: int) -> Watched:
     """The book after an `auto` campaign of 40 attempts on `shape`."""
     book = Watched(AUTO, "minimize")
     campaign(Machine(seed, shape), 40, book)
