@@ -184,10 +184,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # run carries; 12: a reference no comparison measured in the last
 # `sample_book.UNMEASURED_COMPARISONS` has gone stale; 13: a version's spread is never
 # below half that of all but its worst quarter of runs, nor below the rounding of runs
-# printed to few digits, `robust.FLOOR_SHARE`, `robust.tied_resolution`). `verify` holds
-# a record to today's rule only when today's judge wrote it, and the calibrated boundaries
-# are cached per judge version.
-JUDGE_VERSION = 13
+# printed to few digits, `robust.FLOOR_SHARE`, `robust.tied_resolution`; 14: the
+# interleaved pairs' own spread for a candidate whose runs vary more than the incumbent's,
+# `pair_spread`). `verify` holds a record to today's rule only when today's judge wrote
+# it, and the calibrated boundaries are cached per judge version.
+JUDGE_VERSION = 14
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -205,6 +206,10 @@ REFERENCE_SETTLED = 3
 # often, that step grows to the spikes' own size and would let every one of them through.
 SPIKE_SIGMAS = 4.0
 SPIKE_RERUNS = 2
+# Beyond this quantile of the scatter that the campaign's noise gives the interleaved pairs,
+# their own spread judges a candidate whose runs vary more than the incumbent's
+# (`pair_spread`, `varies_more`).
+PAIR_SCATTER_QUANTILE = 0.95
 # Under `Rule.carry`, the runs of one side taken in a row: the first follows the other
 # side's and is not judged, so a block of three judges two runs in three.
 CARRY_BLOCK = 3
@@ -524,9 +529,11 @@ def judge(
         ref_mean = robust.location(reference, rule.estimator, direction, sigma)
         level = robust.location(candidate, rule.estimator, direction, sigma)
         g = gain(level, ref_mean, direction)
+        own = varies_more(candidate, reference[len(reference) - fresh :] if fresh else [])
         return _sequential(
-            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level, pairs
-        )
+            rule, g, ref_mean, k, n, fresh, noise, carried, efficacy, open_walk, level, pairs,
+            own_spread=own,
+        )  # fmt: skip
     ref_mean = _mean(reference)
     level = _mean(candidate)
     g = gain(level, ref_mean, direction)
@@ -637,6 +644,7 @@ def _sequential(
     pairs: Sequence[float] = (),
     ambiguous: bool = False,
     unsettled: bool = False,
+    own_spread: bool = False,
 ) -> tuple[Verdict, Look]:
     delta = rule.min_delta_abs(ref_mean)
     max_samples = rule.max_samples
@@ -668,7 +676,9 @@ def _sequential(
         bar, share = -math.inf, 0.0
     se = noise.sigma * factor
     z = g / se
-    paired = paired_z(pairs, noise.sigma) if rule.pairs != "off" and pairs else None
+    paired = None
+    if rule.pairs != "off" and pairs:
+        paired = paired_z(pairs, noise.sigma, own_spread)
     keep_z = z
     if paired is not None:
         keep_z = min(z, paired)
@@ -706,13 +716,56 @@ def short_of_min_delta(g: float, se: float, efficacy: float, bar: float, delta: 
     return delta > 0 and g + (efficacy - min(bar, 0.0)) * se <= delta
 
 
-def paired_z(pairs: Sequence[float], sigma: float) -> float:
+def paired_z(pairs: Sequence[float], sigma: float, own_spread: bool = False) -> float:
     """The interleaved pairs' statistic: the clipped mean of the pair gains over its
     standard error, sqrt(2) runs' sigma over sqrt(pairs) (what independent runs give; a
-    disturbance both runs of a pair share cancels in the gain)."""
-    spread = math.sqrt(2.0) * sigma
-    centre = robust.location(pairs, "robust", "maximize", spread)
+    disturbance both runs of a pair share cancels in the gain), or with `own_spread` the
+    pairs' own spread where they scatter clearly more (`pair_spread`)."""
+    expected = math.sqrt(2.0) * sigma
+    centre = robust.location(pairs, "robust", "maximize", expected)
+    spread = pair_spread(pairs, centre, expected) if own_spread else expected
     return centre / (spread / math.sqrt(len(pairs)))
+
+
+def varies_more(candidate: Sequence[float], fresh: Sequence[float]) -> bool:
+    """The candidate's runs, two or more, vary more than the incumbent's runs of the same
+    comparison (or too few of those were taken to tell): only then may the pairs' own
+    spread judge it (`pair_spread`). A burst of contention that splits a pair widens the
+    pairs' scatter too, but it hits the incumbent's runs as often as the candidate's."""
+    if len(candidate) < 2:
+        return False
+    return len(fresh) < 2 or statistics.pvariance(candidate) > statistics.pvariance(fresh)
+
+
+def pair_spread(pairs: Sequence[float], centre: float, expected: float) -> float:
+    """The spread of one pair's gain: what two independent runs at the campaign's noise
+    give (`expected`, sqrt(2) sigmas), or the pairs' own where they scatter clearly more.
+
+    The campaign's noise is pooled over every version, and a change may make its own runs
+    vary more than the incumbent's (a cache it thrashes, allocations a collector pays for
+    at random): judged at the pooled noise, a few lucky runs of such a candidate look like
+    a gain. Its pairs then scatter more than two runs at the pooled noise do. Their own
+    spread is taken once their scatter (each deviation clipped where the clipped mean
+    leaves a run out, so that one spike cannot widen it much) lies beyond the
+    PAIR_SCATTER_QUANTILE of what the expected spread gives; below it, the expected one,
+    so that on noise every version shares the rule spends few runs on it. One pair says
+    nothing of its own scatter: a keep after the candidate's first run still assumes the
+    campaign's noise."""
+    m = len(pairs)
+    if m < 2:
+        return expected
+    edge = robust.CLIP["robust"] * expected
+    scatter = math.fsum(min(abs(p - centre), edge) ** 2 for p in pairs)
+    if scatter <= chi2_quantile(PAIR_SCATTER_QUANTILE, m - 1) * expected**2:
+        return expected
+    return math.sqrt(scatter / (m - 1))
+
+
+@lru_cache(maxsize=64)
+def chi2_quantile(p: float, dof: int) -> float:
+    """The chi-square quantile (Wilson-Hilferty; within 3% from 1 degree of freedom)."""
+    h = 2.0 / (9.0 * dof)
+    return dof * (1.0 - h + normal_ppf(p) * math.sqrt(h)) ** 3
 
 
 class Comparison:
