@@ -7,6 +7,15 @@ boundary does): a cached value is exactly the one a fresh calibration by today's
 give, never one an earlier build left behind; the cache only saves the seconds. It lives in
 $AUTORESEARCH_CACHE_DIR, else $XDG_CACHE_HOME/autoresearch, else ~/.cache/autoresearch; when
 it cannot be read or written the boundary is simply computed.
+
+The package ships the boundaries its own tests and benches ask for, computed by the judge of
+today's version (`shipped/judge-<J>.json`): each takes seconds of simulation, and a first
+run of the test suite on a new machine would otherwise spend most of an hour on them. A key
+missing from the user's cache is taken from there before it is computed, and written to the
+user's cache as a computed one is. `python -m autoresearch.stats.calibration ship` writes the
+user's cache of today's judge into the package (after the suite and the benches have run
+with an empty cache, so that it holds what they ask for); `tests/unit/test_shipped_boundaries.py`
+computes a sample of the shipped values afresh.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 VERSION = 3  # the file's layout; the procedure's version is the judge's
@@ -35,6 +45,17 @@ def cache_file(judge: int) -> Path:
     return cache_dir() / f"calibration-v{VERSION}-judge{judge}.json"
 
 
+def shipped_file(judge: int) -> Path:
+    """The boundaries of the judge of version `judge` that the package ships."""
+    return Path(__file__).with_name("shipped") / f"judge-{judge}.json"
+
+
+@lru_cache(maxsize=4)
+def shipped(judge: int) -> dict[str, float]:
+    """The shipped boundaries of the judge of version `judge` (none for another version)."""
+    return _read(shipped_file(judge))
+
+
 def _read(path: Path) -> dict[str, float]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -52,7 +73,9 @@ def cached(key: str, compute: Callable[[], float], judge: int) -> float:
     known = _read(path)
     if key in known:
         return known[key]
-    value = compute()
+    value = shipped(judge).get(key)
+    if value is None:
+        value = compute()
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         merged = {**_read(path), key: value}
@@ -61,3 +84,25 @@ def cached(key: str, compute: Callable[[], float], judge: int) -> float:
             json.dump(merged, out)
         os.replace(tmp, path)
     return value
+
+
+def ship(judge: int) -> int:
+    """Write the user's cache of the judge of version `judge` into the package's shipped
+    boundaries (merged with those already shipped); the number of boundaries shipped."""
+    merged = {**shipped(judge), **_read(cache_file(judge))}
+    target = shipped_file(judge)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n", encoding="utf-8")
+    shipped.cache_clear()
+    return len(merged)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from autoresearch.stats.decide import JUDGE_VERSION
+
+    if sys.argv[1:] != ["ship"]:
+        sys.exit("usage: python -m autoresearch.stats.calibration ship")
+    count = ship(JUDGE_VERSION)
+    print(f"{count} boundaries of judge {JUDGE_VERSION} in {shipped_file(JUDGE_VERSION)}")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from autoresearch.stats import calibration, robust
 
@@ -1261,6 +1261,31 @@ def calibrated_efficacy(
             max_samples, confidence, dof, start, estimator, screen, pairs, first_keep, carry
         ),
         JUDGE_VERSION,
+    )
+
+
+def calibrate_key(key: str) -> float:
+    """The boundary a key of the calibration cache names, computed afresh (how a cached or
+    shipped value is checked)."""
+    samples, confidence, dof, start, estimator, screen, *rest = key.split("/")
+    options: dict[str, Any] = {}
+    for part in rest:
+        if part.startswith("pairs-"):
+            options["pairs"] = part.removeprefix("pairs-")
+        elif part.startswith("first-"):
+            options["first_keep"] = int(part.removeprefix("first-"))
+        elif part == "carry":
+            options["carry"] = True
+        else:
+            raise ValueError(f"calibration key {key!r}: unknown part {part!r}")
+    return _calibrate(
+        int(samples),
+        float(confidence),
+        int(dof),
+        Start[start],
+        estimator,
+        float(screen),
+        **options,
     )
 
 
