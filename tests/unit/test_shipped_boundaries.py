@@ -95,3 +95,14 @@ def test_ship_merges_the_users_cache_into_the_package(
         assert json.loads((package / "judge-99.json").read_text()) == {"a": 1.0, "b": 2.5}
     finally:
         calibration.shipped.cache_clear()
+
+
+def test_ship_takes_the_newest_judge_the_users_cache_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTORESEARCH_CACHE_DIR", str(tmp_path))
+    assert calibration.newest_cached_judge() is None
+    for judge in (9, 13, 12):
+        calibration.cache_file(judge).write_text("{}")
+    (tmp_path / f"calibration-v{calibration.VERSION}-judgeX.json").write_text("{}")
+    assert calibration.newest_cached_judge() == 13

@@ -12,10 +12,10 @@ The package ships the boundaries its own tests and benches ask for, computed by 
 today's version (`shipped/judge-<J>.json`): each takes seconds of simulation, and a first
 run of the test suite on a new machine would otherwise spend most of an hour on them. A key
 missing from the user's cache is taken from there before it is computed, and written to the
-user's cache as a computed one is. `python -m autoresearch.stats.calibration ship` writes the
-user's cache of today's judge into the package (after the suite and the benches have run
-with an empty cache, so that it holds what they ask for); `tests/unit/test_shipped_boundaries.py`
-computes a sample of the shipped values afresh.
+user's cache as a computed one is. `python -m autoresearch.stats.calibration ship` writes
+the user's cache of the newest judge it holds into the package (after the suite and the
+benches have run with an empty cache, so that it holds what they ask for);
+`tests/unit/test_shipped_boundaries.py` computes a sample of the shipped values afresh.
 """
 
 from __future__ import annotations
@@ -97,12 +97,25 @@ def ship(judge: int) -> int:
     return len(merged)
 
 
+def newest_cached_judge() -> int | None:
+    """The newest judge version the user's cache holds boundaries of."""
+    prefix = f"calibration-v{VERSION}-judge"
+    versions = [
+        int(path.stem.removeprefix(prefix))
+        for path in cache_dir().glob(f"{prefix}*.json")
+        if path.stem.removeprefix(prefix).isdigit()
+    ]
+    return max(versions, default=None)
+
+
 if __name__ == "__main__":
     import sys
 
-    from autoresearch.stats.decide import JUDGE_VERSION
-
-    if sys.argv[1:] != ["ship"]:
-        sys.exit("usage: python -m autoresearch.stats.calibration ship")
-    count = ship(JUDGE_VERSION)
-    print(f"{count} boundaries of judge {JUDGE_VERSION} in {shipped_file(JUDGE_VERSION)}")
+    judge = newest_cached_judge()
+    if sys.argv[1:] != ["ship"] or judge is None:
+        sys.exit(
+            "usage: python -m autoresearch.stats.calibration ship (after the suite and the "
+            f"benches have filled {cache_dir()})"
+        )
+    count = ship(judge)
+    print(f"{count} boundaries of judge {judge} in {shipped_file(judge)}")
