@@ -106,3 +106,23 @@ def test_ship_takes_the_newest_judge_the_users_cache_holds(
         calibration.cache_file(judge).write_text("{}")
     (tmp_path / f"calibration-v{calibration.VERSION}-judgeX.json").write_text("{}")
     assert calibration.newest_cached_judge() == 13
+
+
+def test_a_judge_bump_reships_the_earlier_judges_keys_computed_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m autoresearch.stats.reship`: every key the earlier judge shipped, calibrated
+    by today's judge; nothing carried over from the earlier judge's values."""
+    from autoresearch.stats import reship
+
+    keys = ["3/0.85/2/AFTER_KEEP/mean/0.0", "3/0.85/2/FULL/mean/0.0"]
+    monkeypatch.setattr(calibration, "shipped_file", lambda judge: tmp_path / f"judge-{judge}.json")
+    calibration.shipped.cache_clear()
+    (tmp_path / f"judge-{JUDGE_VERSION - 2}.json").write_text(json.dumps({k: 99.0 for k in keys}))
+    try:
+        assert reship.earlier_judge(JUDGE_VERSION) == JUDGE_VERSION - 2
+        assert reship.reship(jobs=1) == (JUDGE_VERSION - 2, 2)
+        shipped = json.loads((tmp_path / f"judge-{JUDGE_VERSION}.json").read_text())
+        assert shipped == {key: calibrate_key(key) for key in keys}
+    finally:
+        calibration.shipped.cache_clear()
