@@ -49,8 +49,8 @@ def compare(seed: int, times: float, gain: float) -> Comparison:
 def test_a_change_whose_runs_vary_three_times_as_much_is_not_kept_once_its_pairs_show_it() -> None:
     """The promise: a change no better than the incumbent, whose runs vary three times as
     much, is kept after its second run or later in fewer than 1 in 10 comparisons. Judged
-    at the pooled noise (version 13) it was 12.2% of these comparisons (9.1% under
-    versions 14 and 15; in all, 26.8%, was 29.9%: see the module's note)."""
+    at the pooled noise (version 13) it was 12.2% of these comparisons (9.1% now; in all,
+    26.8%, was 29.9%: see the module's note)."""
     late = sum(
         1
         for seed in range(COMPARISONS)
@@ -79,17 +79,13 @@ def test_pairs_that_scatter_as_the_noise_gives_keep_the_expected_spread() -> Non
     assert pair_spread([0.5], 0.5, expected) == expected  # one pair: nothing of its own
     assert pair_spread([0.0, 1.0, -1.0, 0.5], 0.1, expected) == expected
     wide = [9.0, -9.0, 8.0, -8.0]
-    # Far beyond the noise: the pairs' own spread, read on their better side (doubled),
-    # each deviation clipped at 3 expected.
+    # Far beyond the noise: the pairs' own spread, each deviation clipped at 3 expected.
     edge = 3 * expected
     assert pair_spread(wide, 0.0, expected) == pytest.approx((4 * edge**2 / 3) ** 0.5)
-    # One lucky pair among pairs that agree does not widen it past what clipping allows.
+    # One spike among pairs that agree does not widen it past what clipping allows.
     assert pair_spread([0.1, 0.0, -0.1, 40.0], 0.0, expected) == pytest.approx(
-        ((0.02 + 2 * edge**2) / 3) ** 0.5
+        max(expected, ((0.02 + edge**2) / 3) ** 0.5)
     )
-    # Pairs scattered only on the worse side (the candidate's runs sometimes slower) cannot
-    # fool a keep: the expected spread.
-    assert pair_spread([0.1, 0.0, -0.1, -40.0, -9.0], 0.0, expected) == expected
 
 
 @pytest.mark.parametrize(("dof", "exact"), [(1, 2.7055), (2, 4.6052), (4, 7.7794), (7, 12.017)])
@@ -118,8 +114,8 @@ def bursty(seed: int, gain: float) -> Comparison:
 def test_bursts_that_hit_both_sides_cost_no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bursts hit the incumbent's runs as often as the candidate's, so the candidate's runs
     do not vary more than the incumbent's: on 2,000 comparisons of a gain of 1.5 sigma the
-    runs are within 1% of those the pooled noise alone takes (0.9% more; 0.3% under version
-    14, whose quantile was 95%; taken whenever the pairs scatter, 3.2% more)."""
+    runs are within 1% of those the pooled noise alone takes (0.3% more; taken whenever the
+    pairs scatter, 3.2% more)."""
     runs = sum(len(bursty(seed, 1.5).taken) for seed in range(2 * COMPARISONS))
     monkeypatch.setattr(decide, "varies_more", lambda candidate, fresh: False)
     pooled = sum(len(bursty(seed, 1.5).taken) for seed in range(2 * COMPARISONS))
@@ -149,13 +145,19 @@ def slowed(seed: int, gain: float) -> Comparison:
     return test
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a known cost: the pairs' scatter is read on both sides (docs/sequential.md, "
+    "'The pairs' scatter on their better side: measured, not adopted')",
+)
 def test_a_candidate_only_sometimes_slower_is_judged_at_the_campaigns_noise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Its pairs scatter on the worse side only: on 2,000 comparisons of a gain of 1.5 sigma,
     the runs are within 1% of those the pooled noise alone takes and the gain is kept as
-    often (version 14, which read the scatter on both sides, took 3.4% more runs and kept
-    it in 36.0% against 38.1%)."""
+    often. Not held today: reading the scatter on both sides takes 3.4% more runs and keeps
+    it in 36.0% against 38.1%; the better-side reading that holds it cost capture on other
+    shapes."""
     tests = [slowed(seed, 1.5) for seed in range(2 * COMPARISONS)]
     monkeypatch.setattr(decide, "varies_more", lambda candidate, fresh: False)
     pooled = [slowed(seed, 1.5) for seed in range(2 * COMPARISONS)]

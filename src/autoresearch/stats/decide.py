@@ -186,10 +186,9 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # below half that of all but its worst quarter of runs, nor below the rounding of runs
 # printed to few digits, `robust.FLOOR_SHARE`, `robust.tied_resolution`; 14: the
 # interleaved pairs' own spread for a candidate whose runs vary more than the incumbent's,
-# `pair_spread`; 15: that spread read on the side of the pairs that looks better, beyond the
-# 90% quantile). `verify` holds a record to today's rule only when today's judge wrote
+# `pair_spread`). `verify` holds a record to today's rule only when today's judge wrote
 # it, and the calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 15
+JUDGE_VERSION = 14
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -207,10 +206,10 @@ REFERENCE_SETTLED = 3
 # often, that step grows to the spikes' own size and would let every one of them through.
 SPIKE_SIGMAS = 4.0
 SPIKE_RERUNS = 2
-# Beyond this quantile of the scatter that the campaign's noise gives the interleaved pairs
-# (on their better side, `pair_spread`), their own spread judges a candidate whose runs
-# vary more than the incumbent's (`varies_more`).
-PAIR_SCATTER_QUANTILE = 0.90
+# Beyond this quantile of the scatter that the campaign's noise gives the interleaved pairs,
+# their own spread judges a candidate whose runs vary more than the incumbent's
+# (`pair_spread`, `varies_more`).
+PAIR_SCATTER_QUANTILE = 0.95
 # Under `Rule.carry`, the runs of one side taken in a row: the first follows the other
 # side's and is not judged, so a block of three judges two runs in three.
 CARRY_BLOCK = 3
@@ -746,23 +745,17 @@ def pair_spread(pairs: Sequence[float], centre: float, expected: float) -> float
     vary more than the incumbent's (a cache it thrashes, allocations a collector pays for
     at random): judged at the pooled noise, a few lucky runs of such a candidate look like
     a gain. Its pairs then scatter more than two runs at the pooled noise do. Their own
-    spread is taken once their scatter lies beyond the PAIR_SCATTER_QUANTILE of what the
-    expected spread gives; below it, the expected one, so that on noise every version
-    shares the rule spends few runs on it.
-
-    The scatter is read on the pairs' better side only (the deviations above the centre,
-    doubled), each deviation clipped where the clipped mean leaves a run out, so that one
-    spike cannot widen it much. Lucky runs are what a keep is fooled by, and a candidate
-    whose runs vary more both ways shows it there; a candidate whose runs are only
-    sometimes slower (a burst of contention on its runs, a collector's pause) scatters its
-    pairs on the worse side, which cannot fool a keep, and is judged at the campaign's
-    noise. One pair says nothing of its own scatter: a keep after the candidate's first
-    run still assumes the campaign's noise."""
+    spread is taken once their scatter (each deviation clipped where the clipped mean
+    leaves a run out, so that one spike cannot widen it much) lies beyond the
+    PAIR_SCATTER_QUANTILE of what the expected spread gives; below it, the expected one,
+    so that on noise every version shares the rule spends few runs on it. One pair says
+    nothing of its own scatter: a keep after the candidate's first run still assumes the
+    campaign's noise."""
     m = len(pairs)
     if m < 2:
         return expected
     edge = robust.CLIP["robust"] * expected
-    scatter = 2 * math.fsum(min(p - centre, edge) ** 2 for p in pairs if p > centre)
+    scatter = math.fsum(min(abs(p - centre), edge) ** 2 for p in pairs)
     if scatter <= chi2_quantile(PAIR_SCATTER_QUANTILE, m - 1) * expected**2:
         return expected
     return math.sqrt(scatter / (m - 1))
