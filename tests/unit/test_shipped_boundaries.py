@@ -121,8 +121,23 @@ def test_a_judge_bump_reships_the_earlier_judges_keys_computed_afresh(
     (tmp_path / f"judge-{JUDGE_VERSION - 2}.json").write_text(json.dumps({k: 99.0 for k in keys}))
     try:
         assert reship.earlier_judge(JUDGE_VERSION) == JUDGE_VERSION - 2
-        assert reship.reship(jobs=1) == (JUDGE_VERSION - 2, 2)
+        assert reship.reship(JUDGE_VERSION - 2, jobs=2) == 2  # computed in other processes
         shipped = json.loads((tmp_path / f"judge-{JUDGE_VERSION}.json").read_text())
         assert shipped == {key: calibrate_key(key) for key in keys}
     finally:
         calibration.shipped.cache_clear()
+
+
+def test_reship_with_no_earlier_judge_says_so_in_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autoresearch.stats import reship
+
+    monkeypatch.setattr(calibration, "shipped_file", lambda judge: tmp_path / f"judge-{judge}.json")
+    monkeypatch.setattr("sys.argv", ["reship", "--jobs", "1"])
+    with pytest.raises(SystemExit) as stop:
+        reship.main()
+    assert stop.value.code == (
+        f"no judge before {JUDGE_VERSION} ships boundaries: nothing to compute again"
+    )
+    assert not list(tmp_path.iterdir())

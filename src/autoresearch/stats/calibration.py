@@ -89,12 +89,17 @@ def cached(key: str, compute: Callable[[], float], judge: int) -> float:
 def ship(judge: int) -> int:
     """Write the user's cache of the judge of version `judge` into the package's shipped
     boundaries (merged with those already shipped); the number of boundaries shipped."""
-    merged = {**shipped(judge), **_read(cache_file(judge))}
+    return write_shipped(judge, {**shipped(judge), **_read(cache_file(judge))})
+
+
+def write_shipped(judge: int, boundaries: dict[str, float]) -> int:
+    """Make `boundaries` the shipped boundaries of the judge of version `judge`; how many."""
     target = shipped_file(judge)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n", encoding="utf-8")
+    text = json.dumps(dict(sorted(boundaries.items())), indent=0) + "\n"
+    target.write_text(text, encoding="utf-8")
     shipped.cache_clear()
-    return len(merged)
+    return len(boundaries)
 
 
 def newest_cached_judge() -> int | None:
@@ -117,5 +122,8 @@ if __name__ == "__main__":
             "usage: python -m autoresearch.stats.calibration ship (after the suite and the "
             f"benches have filled {cache_dir()})"
         )
-    count = ship(judge)
+    try:
+        count = ship(judge)
+    except OSError as error:
+        sys.exit(f"cannot write {shipped_file(judge)}: {error.strerror}")
     print(f"{count} boundaries of judge {judge} in {shipped_file(judge)}")
