@@ -18,7 +18,7 @@ the other rules keep only what looks larger than it.
 
     python bench/decisions_fast.py [--campaigns 20] [--attempts 40] [--noise-seeds 10]
         [--scenarios all|goals|others|simulated|traces|untuned|states|more|order|zoo|every]
-        [--rules auto,strict,...] [--only TEXT] [--jobs 2] [--reasons]
+        [--rules auto,strict,...] [--only TEXT] [--jobs 2] [--reasons] [--runs]
 """
 
 from __future__ import annotations
@@ -110,9 +110,11 @@ def run_campaign(
     attempts: int,
     noise_seed: int = 0,
     kept_not_better: list[dict[str, Any]] | None = None,
+    where: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """One campaign of bench/decisions.py, with the same result row; every candidate kept
-    that was not better is described in `kept_not_better`, when given."""
+    that was not better is described in `kept_not_better`, and where the runs went is
+    counted in `where` (`print_runs`), when given."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = config_text(
@@ -149,6 +151,16 @@ def run_campaign(
         option = evaluator.book.rule.option
         measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
+        if where is not None:
+            taken = replica.runs[start:]
+            ran = sum(1 for side, _ in taken if side == "C")
+            end = f"end/{'better' if effect > 0 else 'not better'}/{ran}/{ending(measured)}"
+            for key, count in (
+                ("candidate_runs", ran),
+                ("incumbent_runs", len(taken) - ran),
+                (end, 1),
+            ):
+                where[key] = where.get(key, 0) + count
         if kept_not_better is not None and measured.verdict is Verdict.KEEP and effect <= 0:
             kept_not_better.append(
                 {
@@ -193,6 +205,25 @@ def run_campaign(
         "was_err": abs(was - true) / true,
         "campaigns": 1,
     }
+
+
+def ending(measured: Any) -> str:
+    """What ended an attempt, in a word, from its verdict and the reason the engine gave."""
+    if measured.verdict is Verdict.KEEP:
+        return "keep"
+    reason = measured.reason or ""
+    for words, name in (
+        ("screened out", "screen"),
+        ("futility", "futility"),
+        ("not better", "not better"),
+        ("short of", "short of min_delta"),
+        ("max_samples", "max_samples"),
+        ("the bar", "below the bar"),
+        ("than the incumbent", "worse"),
+    ):
+        if words in reason:
+            return name
+    return "other"
 
 
 def totals(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -255,6 +286,12 @@ def main() -> None:
         action="store_true",
         help="print every candidate `auto` kept that was not better: why, and its runs",
     )
+    parser.add_argument(
+        "--runs",
+        action="store_true",
+        help="print where each rule's runs went: the candidate's, the incumbent's, and how "
+        "the attempts ended by how many candidate runs they took",
+    )
     args = parser.parse_args()
     unknown = set(args.rules.split(",")) - set(RULES)
     if unknown:
@@ -289,18 +326,21 @@ def main() -> None:
                 ]
                 kept.extend(d for _, found in done for d in found)
             report(scenario, per_rule)
+            if args.runs:
+                print_runs(per_rule)
             print_reasons(kept)
 
 
 def campaign_job(
     job: tuple[Scenario, str, int, int, int, bool],
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """One campaign (for a pool of processes), and its kept not-better candidates when
-    asked for them."""
+    """One campaign (for a pool of processes): its row with where its runs went
+    (`print_runs`), and its kept not-better candidates when asked for them."""
     scenario, rule, campaign, attempts, seed, reasons = job
     found: list[dict[str, Any]] | None = [] if reasons else None
-    row = run_campaign(scenario, rule, campaign, attempts, seed, found)
-    return row, found or []
+    where: dict[str, float] = {}
+    row = run_campaign(scenario, rule, campaign, attempts, seed, found, where)
+    return {**row, **where}, found or []
 
 
 def print_reasons(found: list[dict[str, Any]]) -> None:
@@ -310,6 +350,39 @@ def print_reasons(found: list[dict[str, Any]]) -> None:
             f"  kept, not better: campaign {d['campaign']} draw {d['draw']} #{d['iteration']} "
             f"effect {d['effect']:+.3f} [{d['option']}] {d['reason']}\n      runs {runs}"
         )
+
+
+def print_runs(per_rule: dict[str, list[dict[str, float]]]) -> None:
+    """Where each rule's runs went (means over the draws): the candidates', the
+    incumbent's re-measurements and the baselines', and how the attempts ended, by the
+    candidate runs they took (those not judged among them: under `Rule.carry` the first
+    run of each block, so "screen" may follow two)."""
+    for rule, draws in per_rule.items():
+        n = len(draws)
+        total = sum(t["runs"] for t in draws) / n
+        candidate = sum(t["candidate_runs"] for t in draws) / n
+        incumbent = sum(t["incumbent_runs"] for t in draws) / n
+        print(
+            f"  {rule}: {total:.0f} runs: candidates {candidate:.0f}, the incumbent "
+            f"{incumbent:.0f} ({100 * incumbent / total:.0f}%), baselines "
+            f"{total - candidate - incumbent:.0f}"
+        )
+        ends: dict[tuple[str, int], dict[str, float]] = {}
+        for t in draws:
+            for key, count in t.items():
+                if key.startswith("end/"):
+                    _, kind, ran, how = key.split("/")
+                    by_how = ends.setdefault((kind, int(ran)), {})
+                    by_how[how] = by_how.get(how, 0.0) + count / n
+        for kind in ("not better", "better"):
+            attempts = sum(sum(v.values()) for (k, _), v in ends.items() if k == kind)
+            parts = [
+                f"{ran}: " + ", ".join(f"{how} {count:g}" for how, count in sorted(v.items()))
+                for (k, ran), v in sorted(ends.items())
+                if k == kind
+            ]
+            print(f"    {kind} ({attempts:g} attempts), by candidate runs: " + "; ".join(parts))
+    print()
 
 
 def captured(t: dict[str, float]) -> float:
