@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any
 from autoresearch.config import Campaign, parse_config
 from autoresearch.engine.recording import kept_level
 from autoresearch.executors import CommandSpec, Measurement
-from autoresearch.measure.evaluation import Evaluator
+from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.stats.decide import Verdict
 from autoresearch.workspace import Candidate
@@ -110,11 +111,13 @@ def run_campaign(
     attempts: int,
     noise_seed: int = 0,
     kept_not_better: list[dict[str, Any]] | None = None,
-    where: dict[str, float] | None = None,
+    where: Counter[tuple[str, int, str]] | None = None,
 ) -> dict[str, float]:
     """One campaign of bench/decisions.py, with the same result row; every candidate kept
     that was not better is described in `kept_not_better`, and where the runs went is
-    counted in `where` (`print_runs`), when given."""
+    counted in `where` (`print_runs`: the candidates' and the incumbent's runs under
+    ("candidate", 0, "") and ("incumbent", 0, ""), each attempt under ("better" or "not
+    better", its candidate runs, `ending`)), when given."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = config_text(
@@ -154,13 +157,9 @@ def run_campaign(
         if where is not None:
             taken = replica.runs[start:]
             ran = sum(1 for side, _ in taken if side == "C")
-            end = f"end/{'better' if effect > 0 else 'not better'}/{ran}/{ending(measured)}"
-            for key, count in (
-                ("candidate_runs", ran),
-                ("incumbent_runs", len(taken) - ran),
-                (end, 1),
-            ):
-                where[key] = where.get(key, 0) + count
+            where[("candidate", 0, "")] += ran
+            where[("incumbent", 0, "")] += len(taken) - ran
+            where[("better" if effect > 0 else "not better", ran, ending(measured))] += 1
         if kept_not_better is not None and measured.verdict is Verdict.KEEP and effect <= 0:
             kept_not_better.append(
                 {
@@ -207,7 +206,7 @@ def run_campaign(
     }
 
 
-def ending(measured: Any) -> str:
+def ending(measured: Evaluation) -> str:
     """What ended an attempt, in a word, from its verdict and the reason the engine gave."""
     if measured.verdict is Verdict.KEEP:
         return "keep"
@@ -305,6 +304,7 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for scenario in scenarios:
             per_rule: dict[str, list[dict[str, float]]] = {}
+            where: dict[str, Counter[tuple[str, int, str]]] = {}  # `print_runs`
             kept: list[dict[str, Any]] = []  # `auto`'s kept not-better candidates
             for rule in rules:
                 jobs = [
@@ -319,28 +319,29 @@ def main() -> None:
                     totals(
                         [
                             row
-                            for row, _ in done[seed * args.campaigns : (seed + 1) * args.campaigns]
+                            for row, *_ in done[seed * args.campaigns : (seed + 1) * args.campaigns]
                         ]
                     )
                     for seed in range(args.noise_seeds)
                 ]
-                kept.extend(d for _, found in done for d in found)
+                kept.extend(d for _, found, _ in done for d in found)
+                where[rule] = sum((w for _, _, w in done), Counter())
             report(scenario, per_rule)
             if args.runs:
-                print_runs(per_rule)
+                print_runs(per_rule, where, args.noise_seeds)
             print_reasons(kept)
 
 
 def campaign_job(
     job: tuple[Scenario, str, int, int, int, bool],
-) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """One campaign (for a pool of processes): its row with where its runs went
-    (`print_runs`), and its kept not-better candidates when asked for them."""
+) -> tuple[dict[str, float], list[dict[str, Any]], Counter[tuple[str, int, str]]]:
+    """One campaign (for a pool of processes): its row, its kept not-better candidates
+    when asked for them, and where its runs went (`print_runs`)."""
     scenario, rule, campaign, attempts, seed, reasons = job
     found: list[dict[str, Any]] | None = [] if reasons else None
-    where: dict[str, float] = {}
+    where: Counter[tuple[str, int, str]] = Counter()
     row = run_campaign(scenario, rule, campaign, attempts, seed, found, where)
-    return {**row, **where}, found or []
+    return row, found or [], where
 
 
 def print_reasons(found: list[dict[str, Any]]) -> None:
@@ -352,36 +353,33 @@ def print_reasons(found: list[dict[str, Any]]) -> None:
         )
 
 
-def print_runs(per_rule: dict[str, list[dict[str, float]]]) -> None:
+def print_runs(
+    per_rule: dict[str, list[dict[str, float]]],
+    where: dict[str, Counter[tuple[str, int, str]]],
+    draws: int,
+) -> None:
     """Where each rule's runs went (means over the draws): the candidates', the
     incumbent's re-measurements and the baselines', and how the attempts ended, by the
     candidate runs they took (those not judged among them: under `Rule.carry` the first
     run of each block, so "screen" may follow two)."""
-    for rule, draws in per_rule.items():
-        n = len(draws)
-        total = sum(t["runs"] for t in draws) / n
-        candidate = sum(t["candidate_runs"] for t in draws) / n
-        incumbent = sum(t["incumbent_runs"] for t in draws) / n
+    for rule, rows in per_rule.items():
+        counts = where[rule]
+        total = sum(t["runs"] for t in rows) / draws
+        candidate = counts["candidate", 0, ""] / draws
+        incumbent = counts["incumbent", 0, ""] / draws
         print(
             f"  {rule}: {total:.0f} runs: candidates {candidate:.0f}, the incumbent "
             f"{incumbent:.0f} ({100 * incumbent / total:.0f}%), baselines "
             f"{total - candidate - incumbent:.0f}"
         )
-        ends: dict[tuple[str, int], dict[str, float]] = {}
-        for t in draws:
-            for key, count in t.items():
-                if key.startswith("end/"):
-                    _, kind, ran, how = key.split("/")
-                    by_how = ends.setdefault((kind, int(ran)), {})
-                    by_how[how] = by_how.get(how, 0.0) + count / n
         for kind in ("not better", "better"):
-            attempts = sum(sum(v.values()) for (k, _), v in ends.items() if k == kind)
-            parts = [
-                f"{ran}: " + ", ".join(f"{how} {count:g}" for how, count in sorted(v.items()))
-                for (k, ran), v in sorted(ends.items())
-                if k == kind
+            ends = sorted((ran, how, n / draws) for (k, ran, how), n in counts.items() if k == kind)
+            by_runs = [
+                f"{ran}: " + ", ".join(f"{how} {n:g}" for r, how, n in ends if r == ran)
+                for ran in sorted({ran for ran, _, _ in ends})
             ]
-            print(f"    {kind} ({attempts:g} attempts), by candidate runs: " + "; ".join(parts))
+            attempts = sum(n for _, _, n in ends)
+            print(f"    {kind} ({attempts:g} attempts), by candidate runs: " + "; ".join(by_runs))
     print()
 
 

@@ -45,3 +45,24 @@ def test_replica_matches_the_engine_on_an_untuned_shape(
     replica = decisions_fast.run_campaign(chosen, rule, 3, 8)
     assert replica == pytest.approx(engine)
     assert engine["runs"] > 8  # the rule took repeated samples, so the match is telling
+
+
+def test_where_the_runs_went_adds_up_to_the_campaign() -> None:
+    """`--runs`: every run is the candidate's, the incumbent's or a baseline's, every
+    attempt ends once, and an attempt's candidate runs are the ones counted."""
+    from collections import Counter
+
+    from autoresearch.stats.decide import BASELINE_SAMPLES
+
+    chosen = decisions.UNTUNED_SCENARIOS[0]
+    where: Counter[tuple[str, int, str]] = Counter()
+    row = decisions_fast.run_campaign(chosen, "auto", 3, 8, 0, None, where)
+    candidate, incumbent = where.pop(("candidate", 0, "")), where.pop(("incumbent", 0, ""))
+    baseline = row["runs"] - candidate - incumbent
+    assert BASELINE_SAMPLES <= baseline < 2 * BASELINE_SAMPLES
+    assert incumbent > 0
+    assert sum(where.values()) == row["attempts"]
+    assert sum(ran * n for (_, ran, _), n in where.items()) == candidate
+    assert sum(n for (kind, _, _), n in where.items() if kind == "not better") == row["not_better"]
+    assert sum(n for (_, _, how), n in where.items() if how == "keep") == row["keeps"]
+    assert all(how != "other" for _, _, how in where)
