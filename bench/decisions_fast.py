@@ -37,7 +37,7 @@ from autoresearch.engine.recording import kept_level
 from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint
-from autoresearch.stats.decide import Verdict
+from autoresearch.stats.decide import Rule, Verdict
 from autoresearch.workspace import Candidate
 from decisions import (
     DATA,
@@ -112,12 +112,15 @@ def run_campaign(
     noise_seed: int = 0,
     kept_not_better: list[dict[str, Any]] | None = None,
     where: Counter[tuple[str, int, str]] | None = None,
+    by_option: Counter[tuple[str, str]] | None = None,
 ) -> dict[str, float]:
     """One campaign of bench/decisions.py, with the same result row; every candidate kept
     that was not better is described in `kept_not_better`, and where the runs went is
     counted in `where` (`print_runs`: the candidates' and the incumbent's runs under
     ("candidate", 0, "") and ("incumbent", 0, ""), each attempt under ("better" or "not
-    better", its candidate runs, `ending`)), when given."""
+    better", its candidate runs, `ending`)), when given; and the attempts and runs under each
+    option in force as an attempt began in `by_option` (`option_label`: (label, "attempts")
+    and (label, "runs"))."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
     text = config_text(
@@ -152,8 +155,12 @@ def run_campaign(
         replica.state["iteration"] = i
         start = len(replica.runs)
         option = evaluator.book.rule.option
+        label = option_label(evaluator.book.rule)
         measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
+        if by_option is not None:
+            by_option[label, "attempts"] += 1
+            by_option[label, "runs"] += measured.runs
         if where is not None:
             taken = replica.runs[start:]
             ran = sum(1 for side, _ in taken if side == "C")
@@ -204,6 +211,16 @@ def run_campaign(
         "was_err": abs(was - true) / true,
         "campaigns": 1,
     }
+
+
+def option_label(rule: Rule) -> str:
+    """The procedure an attempt is judged by, in a few words: which runs are judged, the
+    estimator, the earliest keep."""
+    runs = "every run judged"
+    if rule.carry:
+        runs = "judged after own" + (", probing" if rule.probe else "")
+    keep = f", keeps from run {rule.first_keep}" if rule.first_keep > 1 else ""
+    return f"{runs}: {rule.estimator}{keep}"
 
 
 def ending(measured: Evaluation) -> str:
@@ -288,8 +305,8 @@ def main() -> None:
     parser.add_argument(
         "--runs",
         action="store_true",
-        help="print where each rule's runs went: the candidate's, the incumbent's, and how "
-        "the attempts ended by how many candidate runs they took",
+        help="print where each rule's runs went: the candidate's, the incumbent's, how "
+        "the attempts ended by how many candidate runs they took, and under which option",
     )
     args = parser.parse_args()
     unknown = set(args.rules.split(",")) - set(RULES)
@@ -305,6 +322,7 @@ def main() -> None:
         for scenario in scenarios:
             per_rule: dict[str, list[dict[str, float]]] = {}
             where: dict[str, Counter[tuple[str, int, str]]] = {}  # `print_runs`
+            by_option: dict[str, Counter[tuple[str, str]]] = {}
             kept: list[dict[str, Any]] = []  # `auto`'s kept not-better candidates
             for rule in rules:
                 jobs = [
@@ -324,24 +342,31 @@ def main() -> None:
                     )
                     for seed in range(args.noise_seeds)
                 ]
-                kept.extend(d for _, found, _ in done for d in found)
-                where[rule] = sum((w for _, _, w in done), Counter())
+                kept.extend(d for _, found, _, _ in done for d in found)
+                where[rule] = sum((w for _, _, w, _ in done), Counter())
+                by_option[rule] = sum((o for *_, o in done), Counter())
             report(scenario, per_rule)
             if args.runs:
-                print_runs(per_rule, where, args.noise_seeds)
+                print_runs(per_rule, where, by_option, args.noise_seeds)
             print_reasons(kept)
 
 
 def campaign_job(
     job: tuple[Scenario, str, int, int, int, bool],
-) -> tuple[dict[str, float], list[dict[str, Any]], Counter[tuple[str, int, str]]]:
+) -> tuple[
+    dict[str, float],
+    list[dict[str, Any]],
+    Counter[tuple[str, int, str]],
+    Counter[tuple[str, str]],
+]:
     """One campaign (for a pool of processes): its row, its kept not-better candidates
-    when asked for them, and where its runs went (`print_runs`)."""
+    when asked for them, where its runs went and under which option (`print_runs`)."""
     scenario, rule, campaign, attempts, seed, reasons = job
     found: list[dict[str, Any]] | None = [] if reasons else None
     where: Counter[tuple[str, int, str]] = Counter()
-    row = run_campaign(scenario, rule, campaign, attempts, seed, found, where)
-    return row, found or [], where
+    by_option: Counter[tuple[str, str]] = Counter()
+    row = run_campaign(scenario, rule, campaign, attempts, seed, found, where, by_option)
+    return row, found or [], where, by_option
 
 
 def print_reasons(found: list[dict[str, Any]]) -> None:
@@ -356,12 +381,14 @@ def print_reasons(found: list[dict[str, Any]]) -> None:
 def print_runs(
     per_rule: dict[str, list[dict[str, float]]],
     where: dict[str, Counter[tuple[str, int, str]]],
+    by_option: dict[str, Counter[tuple[str, str]]],
     draws: int,
 ) -> None:
     """Where each rule's runs went (means over the draws): the candidates', the
-    incumbent's re-measurements and the baselines', and how the attempts ended, by the
+    incumbent's re-measurements and the baselines', how the attempts ended, by the
     candidate runs they took (those not judged among them: under `Rule.carry` the first
-    run of each block, so "screen" may follow two)."""
+    run of each block, so "screen" may follow two), and the attempts and runs under each
+    option in force."""
     for rule, rows in per_rule.items():
         counts = where[rule]
         total = sum(t["runs"] for t in rows) / draws
@@ -380,6 +407,13 @@ def print_runs(
             ]
             attempts = sum(n for _, _, n in ends)
             print(f"    {kind} ({attempts:g} attempts), by candidate runs: " + "; ".join(by_runs))
+        options = by_option[rule]
+        for label in sorted({label for label, _ in options}):
+            count, ran = options[label, "attempts"], options[label, "runs"]
+            print(
+                f"    {label}: {count / draws:g} attempts, {ran / draws:g} runs "
+                f"({ran / count:.2f} an attempt)"
+            )
     print()
 
 

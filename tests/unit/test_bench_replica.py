@@ -56,7 +56,8 @@ def test_where_the_runs_went_adds_up_to_the_campaign() -> None:
 
     chosen = decisions.UNTUNED_SCENARIOS[0]
     where: Counter[tuple[str, int, str]] = Counter()
-    row = decisions_fast.run_campaign(chosen, "auto", 3, 8, 0, None, where)
+    by_option: Counter[tuple[str, str]] = Counter()
+    row = decisions_fast.run_campaign(chosen, "auto", 3, 8, 0, None, where, by_option)
     candidate, incumbent = where.pop(("candidate", 0, "")), where.pop(("incumbent", 0, ""))
     baseline = row["runs"] - candidate - incumbent
     assert BASELINE_SAMPLES <= baseline < 2 * BASELINE_SAMPLES
@@ -66,3 +67,7 @@ def test_where_the_runs_went_adds_up_to_the_campaign() -> None:
     assert sum(n for (kind, _, _), n in where.items() if kind == "not better") == row["not_better"]
     assert sum(n for (_, _, how), n in where.items() if how == "keep") == row["keeps"]
     assert all(how != "other" for _, _, how in where)
+    # Every attempt under one option, its runs under it: the campaign's runs but the baseline's.
+    assert sum(n for (_, what), n in by_option.items() if what == "attempts") == row["attempts"]
+    assert sum(n for (_, what), n in by_option.items() if what == "runs") == candidate + incumbent
+    assert any("judged after own, probing" in label for label, _ in by_option)
