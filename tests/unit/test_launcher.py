@@ -144,13 +144,17 @@ def test_a_link_planted_at_the_record_is_not_written_through(tmp_path: Path, box
 
 
 # An engine that dies (SIGKILL) the instant its sandboxed command has started, before it
-# notes anything of it.
+# notes anything of it. Its command goes on only once the engine is dead, as on a loaded
+# machine: bubblewrap then starts with no parent to die with, and lives on.
 DYING_ENGINE = """
 import os, signal, sys
 from pathlib import Path
-from autoresearch.isolation import launcher
+from autoresearch.isolation import launcher, process
 from autoresearch.isolation.process import ChildRecord, run_command
 from autoresearch.isolation.sandbox import Boundary, Bwrap, allowed_env
+
+engine = os.getpid()  # not $PPID: the shell may read it once the engine is gone
+process.PRELUDE = f"while [ -d /proc/{engine} ]; do sleep 0.01; done\\n" + process.PRELUDE
 
 work, token = Path(sys.argv[1]), sys.argv[2]
 box = Boundary(work / "work", work / "tmp", env=allowed_env(os.environ))
