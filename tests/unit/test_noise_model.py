@@ -23,7 +23,7 @@ from autoresearch.proposers.base import Proposal
 from autoresearch.stats import noise_model
 from autoresearch.stats.decide import Rule, Side, Start, Verdict, sequential_bounds
 from autoresearch.stats.noise_model import Shape, densest_half, residuals
-from autoresearch.stats.sample_book import SampleBook
+from autoresearch.stats.sample_book import SampleBook, switch_text
 from autoresearch.views.status import campaign_status
 from campaigns import campaign_toml
 from conftest import make_repo, upper_bound
@@ -207,6 +207,45 @@ def test_noise_auto_switches_the_estimator_and_says_why() -> None:
     null_campaign(long_bursts(8), 30, fixed)
     assert fixed.rule.estimator == "robust"
     assert all(text.startswith("estimator: robust") for text in fixed.switches)
+
+
+def test_judged_after_their_own_version_a_later_first_keep_must_pay_for_its_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A later first keep spares each candidate's first runs. Where every run is judged
+    that is one run more, and a gain 15% smaller detected is worth it; where runs are judged
+    after their own version it is two blocks of three, mostly spent on candidates that are
+    not better, and the same 15% is not: the first run's option stays, and a switch the
+    margin decides says so."""
+    book = SampleBook(replace(AUTO, adaptive=False), "minimize")
+    null_campaign(long_bursts(1), 30, book)
+    groups, selected = book.judged_runs()
+    # The gain each option detects, as the calibration would find it: 15% smaller from the
+    # third run on.
+    monkeypatch.setattr(
+        noise_model,
+        "detectable",
+        lambda rule, boundary, sigma: 2.0 if rule.first_keep == 1 else 1.7,
+    )
+    start = replace(book.rule, estimator="robust", first_keep=1, probe=False)
+    every = noise_model.choose(replace(start, carry=False), groups, selected, "minimize")
+    after_own = noise_model.choose(replace(start, carry=True), groups, selected, "minimize")
+    assert every is not None and every.learned.option == ("robust", 3)
+    assert after_own is not None and after_own.learned.option == ("robust", 1)
+    # Clearly smaller (by more than the margin, and the switch's own): chosen either way.
+    monkeypatch.setattr(
+        noise_model,
+        "detectable",
+        lambda rule, boundary, sigma: 2.0 if rule.first_keep == 1 else 1.5,
+    )
+    clearly = noise_model.choose(replace(start, carry=True), groups, selected, "minimize")
+    assert clearly is not None and clearly.learned.option == ("robust", 3)
+    # Held at the first run with a smaller gain detected from the third: the line says why.
+    held = replace(start, first_keep=3)
+    text = switch_text(
+        held, replace(after_own, detectable={("robust", 1): 2.0, ("robust", 3): 1.7})
+    )
+    assert "a later first keep must detect at most 0.9 of the gain" in text, text
 
 
 def test_on_two_states_auto_folds_the_runs_into_one_state_and_says_why() -> None:

@@ -633,6 +633,9 @@ def boundaries(rule: Rule, noise: Noise, learned: Learned) -> tuple[float, float
 # The earliest keep `noise = "auto"` weighs beside the first run: on noise with states,
 # a later first keep lowers the boundary every later look is held to.
 FIRST_KEEPS = (1, 3)
+# Where runs are judged after their own version (`Rule.carry`), a later first keep is
+# chosen only where the gain it detects is at most this share of the first run's option's.
+LATER_KEEP_MARGIN = 0.9
 
 
 def choose(
@@ -644,7 +647,8 @@ def choose(
     """Calibrate the boundary on the campaign's residuals for each of FIRST_KEEPS with the
     estimator in force or, under `noise = "auto"` (`rule.adaptive`), with each of CHOICES,
     and keep the option that detects the smallest gain at its calibrated boundary (the one
-    in force unless another is clearly better). None: too few residuals, or no noise to
+    in force unless another is clearly better; under `Rule.carry` a later first keep by
+    LATER_KEEP_MARGIN). None: too few residuals, or no noise to
     speak of."""
     found = residuals(groups, selected, direction)
     if len(found) < LEARN_MIN:
@@ -690,8 +694,18 @@ def choose(
         results[option] = calibrate(option, noise, LEARN_PATHS if option == held else TRIAL_PATHS)
     if not results:
         return None
-    best = min(results, key=lambda o: (results[o][1], options.index(o)))
-    if held in results and results[best][1] > SWITCH_MARGIN * results[held][1]:
+
+    def weighed(option: Option) -> float:
+        # Where runs are judged after their own version, a later first keep's spared looks
+        # take each candidate's first two blocks of three, most of them candidates that are
+        # not better: it pays only where it detects clearly smaller gains. (Where every run
+        # is judged they take one run more, and the guard they give a change whose runs
+        # vary more than the incumbent's is worth it.)
+        later = option[1] > 1 and rule.carry
+        return results[option][1] / (LATER_KEEP_MARGIN if later else 1.0)
+
+    best = min(results, key=lambda o: (weighed(o), options.index(o)))
+    if held in results and weighed(best) > SWITCH_MARGIN * weighed(held):
         best = held
     if best != held:
         results[best] = calibrate(best, results[best][2], LEARN_PATHS)

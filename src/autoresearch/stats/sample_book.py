@@ -15,7 +15,7 @@ from typing import Protocol
 from autoresearch.stats import noise_model
 from autoresearch.stats.auto_rule import resolve
 from autoresearch.stats.decide import Comparison, Pool, Rule, Side, robust_noise, start_state
-from autoresearch.stats.noise_model import Carry, Choice, Learned, Runs, Shape
+from autoresearch.stats.noise_model import LATER_KEEP_MARGIN, Carry, Choice, Learned, Runs, Shape
 from autoresearch.stats.robust import change_point
 
 
@@ -494,10 +494,17 @@ def switch_text(before: Rule, choice: Choice) -> str:
     after = choice.learned.option
     gains = ", ".join(f"{option_text(*o)} {gain:.3g}" for o, gain in choice.detectable.items())
     shape = choice.shape.describe() + states_text(choice.learned.gap)
+    smallest = "the smallest gain"
+    if choice.detectable.get(after, 0.0) > min(choice.detectable.values()):
+        smallest = (
+            "the smallest gain for its runs (judged after their own version, a later first "
+            f"keep must detect at most {LATER_KEEP_MARGIN:g} of the gain to pay for the "
+            "blocks it spares)"
+        )
     return (
         f"estimator: {option_label(*before.option)} -> "
         f"{option_label(*after)}: the noise so far ({shape}) lets "
-        f"{option_text(*after)} detect the smallest gain at the false-keep rate calibrated on "
+        f"{option_text(*after)} detect {smallest} at the false-keep rate calibrated on "
         f"the campaign's own residuals (gains kept 4 times in 5: {gains})"
     )
 
