@@ -38,6 +38,7 @@ from autoresearch.executors import CommandSpec, Measurement
 from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint
 from autoresearch.stats.decide import Rule, Verdict
+from autoresearch.stats.sample_book import option_label
 from autoresearch.workspace import Candidate
 from decisions import (
     DATA,
@@ -119,7 +120,7 @@ def run_campaign(
     counted in `where` (`print_runs`: the candidates' and the incumbent's runs under
     ("candidate", 0, "") and ("incumbent", 0, ""), each attempt under ("better" or "not
     better", its candidate runs, `ending`)), when given; and the attempts and runs under each
-    option in force as an attempt began in `by_option` (`option_label`: (label, "attempts")
+    option in force as an attempt began in `by_option` (`procedure_label`: (label, "attempts")
     and (label, "runs"))."""
     plan = make_plan(scenario, campaign, attempts)
     replica = Replica(noise_state(scenario, campaign, attempts, noise_seed))
@@ -155,7 +156,7 @@ def run_campaign(
         replica.state["iteration"] = i
         start = len(replica.runs)
         option = evaluator.book.rule.option
-        label = option_label(evaluator.book.rule)
+        label = procedure_label(evaluator.book.rule)
         measured = evaluator.evaluate(i, Candidate(tree=""), f"c{i}", incumbent)
         runs += measured.runs
         if by_option is not None:
@@ -213,14 +214,13 @@ def run_campaign(
     }
 
 
-def option_label(rule: Rule) -> str:
-    """The procedure an attempt is judged by, in a few words: which runs are judged, the
-    estimator, the earliest keep."""
+def procedure_label(rule: Rule) -> str:
+    """The procedure an attempt is judged by, in a few words: which runs are judged, then
+    the option (`sample_book.option_label`: the estimator, the earliest keep)."""
     runs = "every run judged"
     if rule.carry:
         runs = "judged after own" + (", probing" if rule.probe else "")
-    keep = f", keeps from run {rule.first_keep}" if rule.first_keep > 1 else ""
-    return f"{runs}: {rule.estimator}{keep}"
+    return f"{runs}: {option_label(*rule.option)}"
 
 
 def ending(measured: Evaluation) -> str:
