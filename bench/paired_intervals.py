@@ -1,11 +1,14 @@
 """`confirm`'s interval beside Wilcoxon's signed-rank interval, on several noise shapes.
 
 For each shape, pairs of runs of two versions B - A = gain + (noise - noise) are drawn, and
-both 95% intervals computed: the sign test's (`autoresearch.stats.paired`, what `confirm`
-and `compare` print) and Wilcoxon's (two order statistics of the pairwise averages of the
+95% intervals computed: the sign test's on `--pairs` pairs (`autoresearch.stats.paired`,
+what `confirm --repeat N` prints), the sign test's in two looks (`--pairs`, then as many
+more where the first leave a gain open, each look at 97.5%: what `confirm` does by
+default) and Wilcoxon's (two order statistics of the pairwise averages of the
 differences, at the exact signed-rank level). Printed: how often each confirms (its lower
-end above 0) at a gain of 0, 0.5 and 1 noise unit, and how often it covers the true gain.
-Last, the case `confirm` promises to hold: 10 pairs a clear gain apart, one of them spiked.
+end above 0) at a gain of 0, 0.5 and 1 noise unit, how often it covers the true gain, and
+the pairs it took on average. Last, the case `confirm` promises to hold: 10 pairs a clear
+gain apart, one of them spiked.
 
     python bench/paired_intervals.py [--pairs 10] [--paths 3000]
 """
@@ -17,7 +20,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from autoresearch.stats.paired import paired_gain
+from autoresearch.stats.paired import paired_gain, worth_more
 
 
 def signed_rank_interval(d: Sequence[float], level: float = 0.95) -> tuple[float, float]:
@@ -42,6 +45,18 @@ def sign_interval(d: Sequence[float]) -> tuple[float, float]:
     return found.low, found.high
 
 
+def two_looks(d: Sequence[float], more: Callable[[int], list[float]]) -> tuple[float, float, int]:
+    """The sign test's interval as `confirm` takes it by default: the pairs of `d`, then as
+    many more (`more`) where they leave a gain open, each look at 97.5%."""
+    n = len(d)
+    plan = (n, 2 * n)
+    found = paired_gain([0.0] * n, [-x for x in d], "minimize", plan=plan)
+    if worth_more(found):
+        d = [*d, *more(n)]
+        found = paired_gain([0.0] * (2 * n), [-x for x in d], "minimize", plan=plan)
+    return found.low, found.high, found.pairs
+
+
 def shapes(rng: random.Random) -> dict[str, Callable[[], float]]:
     def t3() -> float:
         return rng.gauss(0, 1) / math.sqrt(sum(rng.gauss(0, 1) ** 2 for _ in range(3)) / 3)
@@ -63,26 +78,48 @@ def main() -> None:
     if args.pairs < 6 or args.paths < 100:
         raise SystemExit("--pairs must be 6 or more (95% needs 6) and --paths 100 or more.")
     rng = random.Random(20261204)
-    methods = {"sign test": sign_interval, "signed rank": signed_rank_interval}
-    print(f"{args.pairs} pairs; confirmed at a gain of 0 / 0.5 / 1 noise unit, coverage:")
+
+    def alone(
+        interval: Callable[[Sequence[float]], tuple[float, float]],
+    ) -> Callable[[Sequence[float], Callable[[int], list[float]]], tuple[float, float, int]]:
+        return lambda d, more: (*interval(d), len(d))
+
+    methods = {
+        "sign test": alone(sign_interval),
+        "sign test, two looks": two_looks,
+        "signed rank": alone(signed_rank_interval),
+    }
+    print(
+        f"{args.pairs} pairs (two looks: up to {2 * args.pairs}); confirmed at a gain of "
+        "0 / 0.5 / 1 noise unit, coverage, pairs taken:"
+    )
     for name, draw in shapes(rng).items():
-        cells = []
+        print(f"  {name}")
         for method, interval in methods.items():
-            confirmed, covered = [], 0
+            confirmed, covered, taken = [], 0, 0
             for g in (0.0, 0.5, 1.0):
+
+                def more(n: int, g: float = g, draw: Callable[[], float] = draw) -> list[float]:
+                    return [g + draw() - draw() for _ in range(n)]
+
                 hits = 0
                 for _ in range(args.paths):
-                    low, high = interval([g + draw() - draw() for _ in range(args.pairs)])
+                    low, high, pairs = interval(more(args.pairs), more)
                     hits += low > 0
                     covered += low <= g <= high
+                    taken += pairs
                 confirmed.append(hits / args.paths)
             shown = " / ".join(f"{x:.2f}" for x in confirmed)
-            cells.append(f"{method} {shown}, {covered / (3 * args.paths):.3f}")
-        print(f"  {name:11} {' | '.join(cells)}")
+            paths = 3 * args.paths
+            print(
+                f"    {method:21} {shown}, {covered / paths:.3f}, {taken / paths:.1f} pairs",
+                flush=True,
+            )
+    methods_spiked = {"sign test": sign_interval, "signed rank": signed_rank_interval}
     spiked = [1.0 + 0.05 * rng.gauss(0, 1) for _ in range(10)]
     spiked[3] -= 30.0
-    for method, interval in methods.items():
-        low, high = interval(spiked)
+    for method, spiked_interval in methods_spiked.items():
+        low, high = spiked_interval(spiked)
         print(f"10 pairs 1 unit apart, one spiked by 30: {method} [{low:.3g}, {high:.3g}]")
 
 

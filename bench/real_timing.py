@@ -19,12 +19,15 @@ converts the document `--inner` times and prints the median, by CPU time, pinned
 core (`taskset`), under `[metric] exclusive`. The neighbour is left where the scheduler puts
 it, as on a shared machine.
 
-Each campaign ends with `autoresearch confirm --repeat N --json` (the kept best against the
-baseline, interleaved pairs, the neighbour still running). Printed per campaign: the kept
-changes, whether confirm confirms the kept best, and whether the slower change was kept.
+Each campaign ends with `autoresearch confirm --repeat N --up-to M --json` (the kept best
+against the baseline, N interleaved pairs and up to M where they leave a gain open, the
+neighbour still running). Printed per campaign: the kept changes, whether confirm confirms
+the kept best (and whether its first N pairs alone would have), and whether the slower
+change was kept.
 
-    python bench/real_timing.py [--campaigns 5] [--neighbour 1] [--pairs 10] [--clock wall|cpu]
-        [--sections 200] [--remedies [--inner 5]] [--weight 1] [--machine-check 12]
+    python bench/real_timing.py [--campaigns 5] [--neighbour 1] [--pairs 10] [--up-to 20]
+        [--clock wall|cpu] [--sections 200] [--remedies [--inner 5]] [--weight 1]
+        [--machine-check 12]
 
 Before the campaigns it prints `--machine-check` runs of the baseline's metric taken in a
 row beside the neighbour: how far the machine's own speed moves while the code does not.
@@ -43,6 +46,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from autoresearch.stats.paired import paired_gain
 from gitrepo import commit_all
 
 PACKAGE = "Markdown==3.11.3"
@@ -226,7 +230,13 @@ def machine_check(
 
 
 def one_campaign(
-    index: int, source: Path, base: Path, pairs: int, bench: str, remedies: bool, weight: int
+    index: int,
+    source: Path,
+    base: Path,
+    pairs: tuple[int, int],
+    bench: str,
+    remedies: bool,
+    weight: int,
 ) -> dict[str, object]:
     repo = base / f"markdown-{index}"
     baseline_repo(repo, source, bench, weight)
@@ -274,12 +284,17 @@ def one_campaign(
     if not kept:
         row["confirmed"] = None
         return row
-    confirm = cli(repo, "confirm", "--repeat", str(pairs), "--json")
+    first, most = pairs
+    confirm = cli(repo, "confirm", "--repeat", str(first), "--up-to", str(most), "--json")
     if confirm.returncode not in (0, 1) or not confirm.stdout.strip():
         raise SystemExit(f"confirm {index} failed: {confirm.stdout} {confirm.stderr}")
     found = json.loads(confirm.stdout)
     row.update(
         confirmed=found.get("confirmed"),
+        pairs=found.get("pairs"),
+        first_look_confirmed=paired_gain(
+            found["a_samples"][:first], found["b_samples"][:first], "minimize"
+        ).confirmed,
         gain_pct=found.get("gain_pct"),
         low_pct=found.get("low_pct"),
         high_pct=found.get("high_pct"),
@@ -292,6 +307,9 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=5)
     parser.add_argument("--neighbour", type=int, default=1)
     parser.add_argument("--pairs", type=int, default=10, help="pairs for confirm")
+    parser.add_argument(
+        "--up-to", type=int, default=None, help="most pairs for confirm (default: twice --pairs)"
+    )
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -326,6 +344,9 @@ def main() -> None:
         parser.error(
             "--weight and --inner take a whole number of 1 or more, --machine-check of 0 or more"
         )
+    most = 2 * args.pairs if args.up_to is None else args.up_to
+    if most < args.pairs:
+        parser.error("--up-to takes at least as many pairs as --pairs")
     if args.remedies:
         args.clock = "cpu"
     clock = "perf_counter" if args.clock == "wall" else "process_time"
@@ -345,7 +366,7 @@ def main() -> None:
                 print(check, flush=True)
             for index in range(1, args.campaigns + 1):
                 row = one_campaign(
-                    index, source, base, args.pairs, bench, args.remedies, args.weight
+                    index, source, base, (args.pairs, most), bench, args.remedies, args.weight
                 )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -354,6 +375,7 @@ def main() -> None:
                 process.kill()
                 process.wait()
     confirmed = sum(1 for r in rows if r.get("confirmed"))
+    first_look = sum(1 for r in rows if r.get("first_look_confirmed"))
     slower = sum(1 for r in rows if r["slower_kept"])
     print(
         f"\n{len(rows)} campaigns on {PACKAGE} ({len(PATCHES)} patches each: 2 speedups, "
@@ -362,7 +384,8 @@ def main() -> None:
         + (f", inefficiencies x{args.weight}" if args.weight != 1 else "")
         + f", beside {args.neighbour} busy process(es): "
         f"kept best confirmed "
-        f"by `confirm --repeat {args.pairs}` in {confirmed}/{len(rows)}; campaigns that kept "
+        f"by `confirm --repeat {args.pairs} --up-to {most}` in {confirmed}/{len(rows)} "
+        f"(by its first {args.pairs} pairs alone in {first_look}/{len(rows)}); campaigns that kept "
         f"the slower change: {slower}"
     )
 

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from autoresearch.isolation import machine
-from autoresearch.stats.paired import paired_gain
+from autoresearch.stats.paired import PairedGain, paired_gain, worth_more
 from conftest import Runner, ledger
 from unit.test_noise_campaigns import noisy_repo
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from paired_intervals import shapes
 
 
 def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
@@ -27,6 +34,58 @@ def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
     assert not same.confirmed and same.estimate == 0
     worse = paired_gain(a, [x + 1 for x in a], "minimize")
     assert worse.high < 0 and not worse.confirmed
+
+
+def two_looks(
+    draw: Callable[[], float], gain: float, first: int = 10, most: int = 20
+) -> tuple[PairedGain, PairedGain]:
+    """One measurement as `confirm` takes it by default, beside the first look alone."""
+    plan = (first, most)
+    d = [gain + draw() - draw() for _ in range(first)]
+    a = [0.0] * first
+    found = paired_gain(a, [-x for x in d], "minimize", plan=plan)
+    alone = paired_gain(a, [-x for x in d], "minimize")
+    if worth_more(found):
+        d += [gain + draw() - draw() for _ in range(most - first)]
+        found = paired_gain([0.0] * most, [-x for x in d], "minimize", plan=plan)
+    return found, alone
+
+
+def test_a_second_look_keeps_the_level_it_states_and_confirms_more_real_gains() -> None:
+    """10 pairs, then 10 more where the first 10 leave a gain open: on noise of five shapes
+    the interval reported covers the true gain at least as often as the level it states
+    (whichever look it stops at), a version no better is confirmed no more often than
+    that level allows, and a gain of one noise unit is confirmed far more often than by
+    the first 10 pairs alone."""
+    paths = 1000
+    for name, draw in shapes(random.Random(11)).items():
+        level = None
+        for gain in (0.0, 1.0):
+            covered = confirmed = alone = 0
+            for _ in range(paths):
+                found, first = two_looks(draw, gain)
+                level = found.level
+                covered += found.low <= gain <= found.high
+                confirmed += found.confirmed
+                alone += first.confirmed
+            assert level is not None and 0.95 <= level < 0.97
+            assert covered / paths >= 0.95, (name, gain, covered)
+            if gain == 0.0:
+                assert confirmed / paths <= 0.035, (name, confirmed)
+            else:
+                assert confirmed >= alone + 0.1 * paths, (name, confirmed, alone)
+
+
+def test_a_spiked_pair_leaves_a_clear_gain_confirmed_at_either_look() -> None:
+    a = [10.0, 10.1, 9.9, 10.05, 10.0, 9.95, 10.1, 10.0, 9.9, 10.05]
+    b = [x - 1.0 for x in a]
+    b[3] += 30.0
+    first = paired_gain(a, b, "minimize", plan=(10, 20))
+    assert first.confirmed and not worth_more(first)
+    both = paired_gain(a * 2, b * 2, "minimize", plan=(10, 20))
+    assert both.confirmed and both.level == first.level
+    with pytest.raises(ValueError, match="looks"):
+        paired_gain(a[:7], b[:7], "minimize", plan=(10, 20))
 
 
 def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:
@@ -68,6 +127,10 @@ def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     assert records[1]["status"] == "keep"
     # The campaign ended with the best confirmed against the baseline, both named.
     assert "interleaved pairs" in result.stdout and "confirmed" in result.stdout
+    assert "(10 interleaved pairs, up to 20 where they leave a gain open)" in result.stdout
+    assert_second_look_only_where_open(
+        json.loads((repo / ".autoresearch" / "n" / "confirm.json").read_text()), (10, 20)
+    )
     kept = [r for r in records if r["status"] == "keep"][-1]
     named = f"best [{kept['commit'][:10]}] vs baseline [{records[0]['commit'][:10]}] over"
     assert named in result.stdout, result.stdout
@@ -108,10 +171,23 @@ def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     assert len(lines) >= runs and all("loadavg1" in line for line in lines)
 
 
+def assert_second_look_only_where_open(data: dict[str, object], plan: tuple[int, int]) -> None:
+    """The pairs taken are the first look's, and the second's only where the first look's
+    own samples leave a gain open; the interval is the one those samples give."""
+    a, b = data["a_samples"], data["b_samples"]
+    assert isinstance(a, list) and isinstance(b, list)
+    first = paired_gain(a[: plan[0]], b[: plan[0]], "minimize", plan=plan)
+    assert data["looks"] == ([plan[0], plan[1]] if worth_more(first) else [plan[0]])
+    assert data["pairs"] == len(a) == len(b) == data["looks"][-1]  # type: ignore[index]
+    assert data["up_to"] == plan[1]
+    found = paired_gain(a, b, "minimize", plan=plan)
+    assert (data["low"], data["high"], data["level"]) == (found.low, found.high, found.level)
+
+
 def test_compare_names_versions_and_refuses_what_does_not_exist(
     tmp_path: Path, invoke: Runner
 ) -> None:
-    repo, _ = noisy_repo(tmp_path, "auto", max_iterations=1)
+    repo, _ = noisy_repo(tmp_path, "auto", max_iterations=2)
     before = invoke(repo, "confirm")
     assert before.returncode != 0 and "no baseline yet" in before.stderr
     assert "Traceback" not in before.stderr
@@ -120,6 +196,15 @@ def test_compare_names_versions_and_refuses_what_does_not_exist(
     assert found.returncode == 0, found.stderr
     data = json.loads(found.stdout)
     assert data["b"]["label"] == "attempt 1" and data["gain"] > 0
+    for spec in ("1", "2"):
+        looked = invoke(
+            repo, "compare", "baseline", spec, "--repeat", "3", "--up-to", "6", "--json"
+        )
+        assert looked.returncode == 0, looked.stderr
+        assert_second_look_only_where_open(json.loads(looked.stdout), (3, 6))
+    fewer = invoke(repo, "compare", "baseline", "1", "--repeat", "6", "--up-to", "3")
+    assert fewer.returncode != 0 and "--up-to 3 is fewer than --repeat 6" in fewer.stderr
+    assert "Traceback" not in fewer.stderr
     missing = invoke(repo, "compare", "baseline", "99")
     assert missing.returncode != 0 and "attempt 99" in missing.stderr
     bogus = invoke(repo, "compare", "baseline", "no-such-thing")

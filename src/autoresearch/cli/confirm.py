@@ -23,10 +23,31 @@ from autoresearch.views.render import safe
 repeat_option = click.option(
     "--repeat",
     type=click.IntRange(min=1, max=1000),
-    default=DEFAULT_PAIRS,
-    show_default=True,
-    help="Interleaved pairs of runs (each pair runs both versions once).",
+    default=None,
+    help=(
+        f"Interleaved pairs of runs (each pair runs both versions once); exactly these "
+        f"unless --up-to is given. Default: {DEFAULT_PAIRS}, and {DEFAULT_PAIRS} more "
+        "where they leave a gain open."
+    ),
 )
+up_to_option = click.option(
+    "--up-to",
+    type=click.IntRange(min=1, max=2000),
+    default=None,
+    help="The most pairs: more are taken, up to this many, where the first leave a gain open.",
+)
+
+
+def pairs_asked(repeat: int | None, up_to: int | None) -> tuple[int, int | None]:
+    """The pairs of the first look and the most pairs, as the options ask them."""
+    if repeat is None:
+        pairs = min(DEFAULT_PAIRS, up_to) if up_to is not None else DEFAULT_PAIRS
+        return pairs, up_to if up_to is not None else 2 * DEFAULT_PAIRS
+    if up_to is not None and up_to < repeat:
+        raise click.BadParameter(
+            f"--up-to {up_to} is fewer than --repeat {repeat}: give at least as many."
+        )
+    return repeat, up_to
 
 
 def _progress(quiet: bool) -> object:
@@ -54,15 +75,21 @@ def _print(outcome: Outcome, as_json: bool) -> None:
 @click.command(name="confirm")
 @campaign_options
 @repeat_option
+@up_to_option
 @json_option
 @handle_errors
 def confirm_cmd(
-    config_path: Path | None, campaign_name: str | None, repeat: int, as_json: bool
+    config_path: Path | None,
+    campaign_name: str | None,
+    repeat: int | None,
+    up_to: int | None,
+    as_json: bool,
 ) -> None:
     """Measure the best kept commit against the baseline in interleaved pairs: the gain
     with a confidence interval, beside the raw one the ledger recorded."""
+    pairs, most = pairs_asked(repeat, up_to)
     campaign = campaign_of(config_path, campaign_name)
-    outcome = confirm(campaign, repeat, _progress(as_json))  # type: ignore[arg-type]
+    outcome = confirm(campaign, pairs, _progress(as_json), most)  # type: ignore[arg-type]
     _print(outcome, as_json)
     sys.exit(0)
 
@@ -72,15 +99,23 @@ def confirm_cmd(
 @click.argument("b")
 @campaign_options
 @repeat_option
+@up_to_option
 @json_option
 @handle_errors
 def compare_cmd(
-    a: str, b: str, config_path: Path | None, campaign_name: str | None, repeat: int, as_json: bool
+    a: str,
+    b: str,
+    config_path: Path | None,
+    campaign_name: str | None,
+    repeat: int | None,
+    up_to: int | None,
+    as_json: bool,
 ) -> None:
     """Measure two versions in interleaved pairs (A and B: 'baseline', 'best', an attempt
     number or a commit); B's gain over A with a confidence interval."""
+    pairs, most = pairs_asked(repeat, up_to)
     campaign = campaign_of(config_path, campaign_name)
-    outcome = compare(campaign, a, b, repeat, _progress(as_json))  # type: ignore[arg-type]
+    outcome = compare(campaign, a, b, pairs, _progress(as_json), most)  # type: ignore[arg-type]
     _print(outcome, as_json)
     sys.exit(0)
 
@@ -93,6 +128,8 @@ def confirm_at_end(campaign: Campaign, quiet: bool) -> None:
 
     cfg = campaign.config
     pairs = cfg.decision.confirm
+    up_to = cfg.decision.confirm_up_to
+    most = 2 * pairs if up_to is None else up_to
     records = Ledger(campaign.state_dir).read()
     if not pairs or not records or not any(r.status.name == "KEEP" for r in records):
         return
@@ -100,9 +137,12 @@ def confirm_at_end(campaign: Campaign, quiet: bool) -> None:
     if rule.name in ("strict", "threshold"):
         return  # an exact metric (or one judged by a single run): nothing to confirm
     if not quiet:
-        console.print(f"confirming the best against the baseline ({pairs} interleaved pairs)...")
+        more = f", up to {most} where they leave a gain open" if most > pairs else ""
+        console.print(
+            f"confirming the best against the baseline ({pairs} interleaved pairs{more})..."
+        )
     try:
-        outcome = confirm(campaign, pairs, _progress(quiet))  # type: ignore[arg-type]
+        outcome = confirm(campaign, pairs, _progress(quiet), most)  # type: ignore[arg-type]
     except AutoresearchError as exc:
         console.print(f"[yellow]could not confirm the best:[/] {safe(str(exc))}")
         return

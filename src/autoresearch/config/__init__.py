@@ -162,6 +162,9 @@ class DecisionConfig(_Strict):
     simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
     # Interleaved pairs `run` measures at the end to confirm a noisy campaign's best (0: no).
     confirm: Int = Field(default=10, ge=0, le=1000)
+    # The most pairs that confirm takes where the first `confirm` leave a gain open
+    # (None: twice `confirm`; `confirm` or fewer: exactly `confirm`).
+    confirm_up_to: Int | None = Field(default=None, ge=0, le=2000)
     # Set by the campaign from `[metric] noise = "auto"`: the estimator may follow the
     # noise's learned shape when none is configured.
     _adaptive: bool = PrivateAttr(default=False)

@@ -5,7 +5,9 @@ The best kept commit was selected because its samples looked good, so its record
 inflated (the winner's curse). `confirm` measures it again against the baseline, N pairs
 taken in alternating order (A B, B A, A B, ...) so that a trend of the machine hits both
 alike, and reports the paired gain (`paired`). `compare A B` does the same for any two
-attempts or commits.
+attempts or commits. Unless told an exact number of pairs, both take them in two looks: N,
+then N more where the first N leave a gain open (the interval holds 0, the estimate is a
+gain), each look's interval at the level that keeps the two together at 95%.
 
 Every run goes through the engine's own machinery: the metric command runs in a
 measurement folder of the engine's (`MeasureTree`, its own folder beside the campaign's),
@@ -35,7 +37,14 @@ from autoresearch.gitcmd import Git
 from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint, harness_files
 from autoresearch.measure.tree import MeasureTree
-from autoresearch.stats.paired import PairedGain, paired_gain, pairs_for, percent
+from autoresearch.stats.paired import (
+    PairedGain,
+    looks,
+    paired_gain,
+    pairs_for,
+    percent,
+    worth_more,
+)
 from autoresearch.store.ledger import Ledger
 from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace
@@ -60,6 +69,7 @@ class Outcome:
     direction: str
     raw_gain: float | None = None  # the ledger's gain of B over A (confirm: best - baseline)
     raw_reference: float | None = None  # A's metric in the ledger, for the raw percentage
+    plan: tuple[int, ...] = ()  # the pairs at each look it could take (none: one look)
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
@@ -81,6 +91,8 @@ class Outcome:
             "confirmed": r.confirmed,
             "raw_gain": self.raw_gain,
             "raw_gain_pct": percent(self.raw_gain, self.raw_reference),
+            "looks": [n for n in self.plan or (r.pairs,) if n <= r.pairs],
+            "up_to": max(self.plan or (r.pairs,)),
         }
 
 
@@ -122,9 +134,15 @@ Progress = Callable[[str, int, int], None]  # side label, pair, pairs
 
 
 def measure_pairs(
-    campaign: Campaign, a: str, b: str, pairs: int, progress: Progress | None = None
+    campaign: Campaign,
+    a: str,
+    b: str,
+    plan: Sequence[int],
+    progress: Progress | None = None,
+    more: Callable[[list[float], list[float]], bool] = lambda a, b: True,
 ) -> tuple[list[float], list[float]]:
-    """`pairs` runs of each of commits a and b, interleaved A B / B A / A B ..."""
+    """Runs of commits a and b, interleaved A B / B A / A B ..., in the looks of `plan` (the
+    pairs taken by each): after each look but the last, on only where `more` says so."""
     cfg = campaign.config
     workspace = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
     tree = MeasureTree(
@@ -145,19 +163,22 @@ def measure_pairs(
             campaign, workspace, executor, fingerprint, logs, lambda *_, **__: None, tree=tree
         )
         out: dict[str, list[float]] = {a: [], b: []}
-        for i in range(pairs):
-            order = (a, b) if i % 2 == 0 else (b, a)
-            for commit in order:
-                if progress is not None:
-                    progress("A" if commit == a else "B", i + 1, pairs)
-                run = Evaluation()
-                side = "a" if commit == a else "b"
-                value = evaluator.measure_once(commit, f"confirm-{side}-{i + 1}", run)
-                if value is None:
-                    raise AutoresearchError(
-                        f"measuring {commit[:12]} failed: {run.reason}; see {logs}/"
-                    )
-                out[commit].append(value)
+        for look, pairs in enumerate(plan):
+            if look and not more(out[a], out[b]):
+                break
+            for i in range(len(out[a]), pairs):
+                order = (a, b) if i % 2 == 0 else (b, a)
+                for commit in order:
+                    if progress is not None:
+                        progress("A" if commit == a else "B", i + 1, pairs)
+                    run = Evaluation()
+                    side = "a" if commit == a else "b"
+                    value = evaluator.measure_once(commit, f"confirm-{side}-{i + 1}", run)
+                    if value is None:
+                        raise AutoresearchError(
+                            f"measuring {commit[:12]} failed: {run.reason}; see {logs}/"
+                        )
+                    out[commit].append(value)
         return out[a], out[b]
     finally:
         executor.close()
@@ -167,17 +188,29 @@ def measure_pairs(
 
 
 def compare(
-    campaign: Campaign, a_spec: str, b_spec: str, pairs: int, progress: Progress | None = None
+    campaign: Campaign,
+    a_spec: str,
+    b_spec: str,
+    pairs: int,
+    progress: Progress | None = None,
+    up_to: int | None = None,
 ) -> Outcome:
+    """B's gain over A from `pairs` interleaved pairs, and, where they leave a gain open,
+    more up to `up_to`."""
     records = _records(campaign)
     direction = str(campaign.config.metric.direction or "minimize")
     a, b = version(campaign, records, a_spec), version(campaign, records, b_spec)
     if a.commit == b.commit:
         raise AutoresearchError(f"{a.label} and {b.label} are the same commit; name two versions.")
-    a_samples, b_samples = measure_pairs(campaign, a.commit, b.commit, pairs, progress)
-    result = paired_gain(a_samples, b_samples, direction)
+    plan = looks(pairs, up_to)
+
+    def more(a_samples: list[float], b_samples: list[float]) -> bool:
+        return worth_more(paired_gain(a_samples, b_samples, direction, plan=plan))
+
+    a_samples, b_samples = measure_pairs(campaign, a.commit, b.commit, plan, progress, more)
+    result = paired_gain(a_samples, b_samples, direction, plan=plan)
     raw, reference = _raw(records, a, b, direction)
-    return Outcome(a, b, a_samples, b_samples, result, direction, raw, reference)
+    return Outcome(a, b, a_samples, b_samples, result, direction, raw, reference, plan)
 
 
 def _raw(
@@ -194,7 +227,9 @@ def _raw(
     return (gained if direction == "minimize" else -gained), metric[a.commit]
 
 
-def confirm(campaign: Campaign, pairs: int, progress: Progress | None = None) -> Outcome:
+def confirm(
+    campaign: Campaign, pairs: int, progress: Progress | None = None, up_to: int | None = None
+) -> Outcome:
     """The best kept commit against the baseline; saved for the report."""
     records = _records(campaign)
     best = version(campaign, records, "best")
@@ -202,7 +237,7 @@ def confirm(campaign: Campaign, pairs: int, progress: Progress | None = None) ->
         raise AutoresearchError(
             f"campaign '{campaign.name}' has kept nothing yet: there is no best to confirm."
         )
-    outcome = compare(campaign, "baseline", "best", pairs, progress)
+    outcome = compare(campaign, "baseline", "best", pairs, progress, up_to)
     save(campaign.state_dir, outcome)
     return outcome
 
@@ -223,9 +258,10 @@ def load(state_dir: Path) -> dict[str, Any] | None:
 
 
 def describe(data: dict[str, Any]) -> str:
-    """One line: both versions by label and commit, the confirmed gain and its interval at
-    the level it covers (at least 95% from 6 pairs on; below, the level it has and the
-    pairs that give 95%), beside the raw gain the ledger recorded."""
+    """One line: both versions by label and commit, the pairs (and whether a second look
+    took more), the confirmed gain and its interval at the level it covers (at least 95%
+    from 6 pairs on; below, the level it has and the pairs that give 95%), beside the raw
+    gain the ledger recorded."""
 
     def pct(value: Any) -> str:
         return "" if value is None else f" ({value:+.2f}%)"
@@ -242,9 +278,15 @@ def describe(data: dict[str, Any]) -> str:
         else ""
     )
     a, b = data["a"], data["b"]
+    taken = [int(n) for n in data.get("looks") or [data["pairs"]]]
+    second = (
+        f" ({taken[-1] - taken[-2]} more where the first {taken[-2]} left a gain open)"
+        if len(taken) > 1
+        else ""
+    )
     return (
         f"{b['label']} [{str(b['commit'])[:10]}] vs {a['label']} [{str(a['commit'])[:10]}] "
-        f"over {data['pairs']} interleaved pairs: "
+        f"over {data['pairs']} interleaved pairs{second}: "
         f"gain {data['gain']:.6g}{pct(data.get('gain_pct'))}, "
         f"{level:.1f}% interval [{data['low']:.6g}, {data['high']:.6g}]{few}"
         f" — {verdict} (confidence {data['confidence']:.3f}){raw_text}"
@@ -265,14 +307,20 @@ def mcp_confirm(tools: Any) -> Callable[..., ConfirmResult]:
     """The `confirm` tool of `autoresearch mcp`: the best kept version against the baseline
     in interleaved pairs, measured by the engine as `autoresearch confirm` does."""
 
-    def confirm_tool(repeat: int = 10) -> ConfirmResult:
-        """Re-measure the best result against the baseline in `repeat` interleaved pairs:
-        the gain with a confidence interval, beside the raw gain the ledger recorded."""
+    def confirm_tool(repeat: int | None = None, up_to: int | None = None) -> ConfirmResult:
+        """Re-measure the best result against the baseline in interleaved pairs: exactly
+        `repeat` (unless `up_to` is given), or by default 10, and 10 more where they leave a
+        gain open; the gain with a confidence interval, beside the raw gain the ledger
+        recorded."""
         from autoresearch.config import load_campaign
 
-        if not 1 <= repeat <= 1000:
+        if repeat is not None and not 1 <= repeat <= 1000:
             raise AutoresearchError("repeat must be between 1 and 1000.")
-        outcome = confirm(load_campaign(tools.root, tools.config), repeat).to_json()
+        if up_to is not None and not max(1, repeat or 1) <= up_to <= 2000:
+            raise AutoresearchError("up_to must be at least repeat and at most 2000.")
+        pairs = repeat or min(DEFAULT_PAIRS, up_to or DEFAULT_PAIRS)
+        most = up_to if up_to is not None or repeat is not None else 2 * DEFAULT_PAIRS
+        outcome = confirm(load_campaign(tools.root, tools.config), pairs, None, most).to_json()
         return ConfirmResult(confirmed=bool(outcome.get("confirmed")), outcome=outcome)
 
     return confirm_tool

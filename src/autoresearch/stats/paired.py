@@ -6,6 +6,12 @@ hits both alike); the gain of B over A in pair i is d_i. The estimate is the med
 interval the sign test's (two order statistics of the d_i): it holds for any noise whose
 pair differences have the true gain as their median, spikes included, and a spiked pair
 moves the interval's ends by one order statistic at most.
+
+A measurement may take its pairs in looks (`plan`: 10 pairs, then 10 more where the first 10
+leave a gain open): each look's interval is then taken at the level that keeps the chance
+that any of them misses within 1 - level (Bonferroni's split), so the interval reported at
+whichever look the measurement stops covers at least the level it states, whatever made it
+stop.
 """
 
 from __future__ import annotations
@@ -53,34 +59,71 @@ def _binomial_cdf(k: int, n: int) -> float:
     return float(sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n)
 
 
+def _order(n: int, level: float) -> int:
+    """The largest k with P(Bin(n, 1/2) <= k) <= (1 - level) / 2: the interval runs from the
+    (k+1)-th smallest difference to the (k+1)-th largest. Too few pairs for the level (fewer
+    than 6 for 95%): 0, the smallest to the largest, said with the coverage it really has."""
+    k = -1
+    while _binomial_cdf(k + 1, n) <= (1 - level) / 2:
+        k += 1
+    return max(k, 0)
+
+
+def _coverage(n: int, level: float) -> float:
+    return 1.0 - 2.0 * _binomial_cdf(_order(n, level), n)
+
+
+def _look_level(level: float, plan: Sequence[int]) -> float:
+    return 1.0 - (1.0 - level) / max(1, len(plan))
+
+
+def plan_level(plan: Sequence[int], level: float = 0.95) -> float:
+    """The coverage a measurement taking its pairs in `plan`'s looks guarantees: one minus
+    the chances, together, that the interval at any look misses."""
+    each = _look_level(level, plan)
+    return max(0.0, 1.0 - math.fsum(1.0 - _coverage(n, each) for n in plan))
+
+
 def paired_gain(
-    a: Sequence[float], b: Sequence[float], direction: str, level: float = 0.95
+    a: Sequence[float],
+    b: Sequence[float],
+    direction: str,
+    level: float = 0.95,
+    plan: Sequence[int] = (),
 ) -> PairedGain:
-    """B's gain over A from pairs (a[i], b[i])."""
+    """B's gain over A from pairs (a[i], b[i]); `plan`: the pair counts of the looks the
+    measurement may take, of which this is one (none: this is the only look)."""
     if len(a) != len(b) or not a:
         raise ValueError("paired_gain needs as many samples of A as of B, at least one")
     d = sorted(gain(y, x, direction) for x, y in zip(a, b, strict=True))
     n = len(d)
-    # The largest k with P(Bin(n, 1/2) <= k) <= (1 - level) / 2: the interval runs from
-    # the (k+1)-th smallest difference to the (k+1)-th largest.
-    k = -1
-    while _binomial_cdf(k + 1, n) <= (1 - level) / 2:
-        k += 1
-    # Too few pairs for the level asked (fewer than 6 for 95%): the widest interval, the
-    # smallest to the largest difference, said with the coverage it really has.
-    k = max(k, 0)
+    looks = tuple(plan) or (n,)
+    if n not in looks:
+        raise ValueError(f"{n} pairs is not one of the looks {looks}")
+    k = _order(n, _look_level(level, looks))
     low, high = d[k], d[n - 1 - k]
-    coverage = 1.0 - 2.0 * _binomial_cdf(k, n)
     better = sum(1 for x in d if x > 0)
     worse = sum(1 for x in d if x < 0)
     # One-sided sign test of "B is better", ties left out.
     confidence = 1.0 - _binomial_cdf(worse, better + worse) if better + worse else 0.5
-    return PairedGain(n, median(d), low, high, coverage, confidence, median(a))
+    return PairedGain(n, median(d), low, high, plan_level(looks, level), confidence, median(a))
 
 
-def pairs_for(level: float = 0.95) -> int:
-    """The fewest pairs whose sign-test interval covers `level`."""
+def worth_more(found: PairedGain) -> bool:
+    """The pairs so far leave a gain open: the interval holds 0 and the estimate is a
+    gain. More pairs can then confirm it; where the estimate is none, they would not."""
+    return not found.confirmed and found.estimate > 0
+
+
+def looks(pairs: int, up_to: int | None) -> tuple[int, ...]:
+    """The looks of a measurement of `pairs` pairs that may go on to `up_to`."""
+    return (pairs, up_to) if up_to is not None and up_to > pairs else (pairs,)
+
+
+def pairs_for(level: float = 0.95, more: bool = False) -> int:
+    """The fewest pairs whose sign-test interval covers `level` (`more`: as the first of
+    two looks, the second twice as many)."""
     n = 1
-    while 1.0 - 2.0 * _binomial_cdf(0, n) < level:
+    while plan_level((n, 2 * n) if more else (n,), level) < level:
         n += 1
     return n
