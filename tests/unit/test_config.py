@@ -32,6 +32,11 @@ CASES = [
     (campaign_toml(**{"proposer.timeout": -5}), "proposer.timeout"),
     (campaign_toml(**{"stop.max_iterations": -1}), "stop.max_iterations"),
     (campaign_toml(**{"stop.plateau": "x"}), "stop.plateau"),
+    (campaign_toml(**{"decision.confirm_up_to": 0}), "decision.confirm_up_to"),
+    (
+        campaign_toml(**{"decision.confirm": 10, "decision.confirm_up_to": 6}),
+        "confirm_up_to (6) is fewer than confirm (10)",
+    ),
     (campaign_toml(surprise="x"), "surprise"),
     (campaign_toml(harness=["calc.py"]), "both in scope and in harness"),
     (campaign_toml(instructions="missing.md"), "instructions"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch.config import DecisionConfig
 from autoresearch.isolation import machine
-from autoresearch.stats.paired import PairedGain, paired_gain, worth_more
+from autoresearch.stats.paired import PairedGain, paired_gain, pairs_asked, worth_more
 from conftest import Runner, ledger
 from unit.test_noise_campaigns import noisy_repo
 
@@ -76,16 +78,59 @@ def test_a_second_look_keeps_the_level_it_states_and_confirms_more_real_gains() 
                 assert confirmed >= alone + 0.1 * paths, (name, confirmed, alone)
 
 
-def test_a_spiked_pair_leaves_a_clear_gain_confirmed_at_either_look() -> None:
+def test_each_look_takes_its_share_of_the_level_and_says_what_the_two_cover() -> None:
+    """10 pairs then up to 20 at 95%: each look at 97.5%, so at 10 pairs the second
+    smallest to the second largest difference, at 20 the fifth (not the sixth, as 95% for
+    one look of 20 would give); the level stated is what both looks miss together."""
+    d = [float(x) for x in range(1, 21)]
+    a = [0.0] * 20
+    plan = (10, 20)
+    first = paired_gain(a[:10], [-x for x in d[:10]], "minimize", plan=plan)
+    assert (first.low, first.high) == (d[1], d[8])
+    both = paired_gain(a, [-x for x in d], "minimize", plan=plan)
+    assert (both.low, both.high) == (d[4], d[15])
+    assert (paired_gain(a, [-x for x in d], "minimize").low) == d[5]
+    miss = 2 * 11 / 2**10 + 2 * sum(math.comb(20, i) for i in range(5)) / 2**20
+    assert first.level == both.level == pytest.approx(1 - miss) and 0.95 < first.level < 0.97
+    with pytest.raises(ValueError, match="looks"):
+        paired_gain(a[:7], a[:7], "minimize", plan=plan)
+
+
+def test_a_spiked_pair_leaves_a_clear_gain_confirmed_at_the_first_look() -> None:
     a = [10.0, 10.1, 9.9, 10.05, 10.0, 9.95, 10.1, 10.0, 9.9, 10.05]
     b = [x - 1.0 for x in a]
     b[3] += 30.0
     first = paired_gain(a, b, "minimize", plan=(10, 20))
     assert first.confirmed and not worth_more(first)
-    both = paired_gain(a * 2, b * 2, "minimize", plan=(10, 20))
-    assert both.confirmed and both.level == first.level
-    with pytest.raises(ValueError, match="looks"):
-        paired_gain(a[:7], b[:7], "minimize", plan=(10, 20))
+    # Open, a gain: worth more; open, no gain: not; worse: not.
+    open_gain = paired_gain(a, [x - (1.0 if i % 3 else -3.0) for i, x in enumerate(a)],
+                            "minimize", plan=(10, 20))  # fmt: skip
+    assert not open_gain.confirmed and open_gain.estimate > 0 and worth_more(open_gain)
+    none = paired_gain(a, [x + (1.0 if i % 3 else -3.0) for i, x in enumerate(a)],
+                       "minimize", plan=(10, 20))  # fmt: skip
+    assert none.estimate < 0 and not worth_more(none)
+
+
+def test_a_number_of_pairs_given_alone_is_exactly_that_many() -> None:
+    """What `--repeat`/`--up-to`, the MCP tool's `repeat`/`up_to` and `[decision] confirm`
+    /`confirm_up_to` ask, read one way."""
+    assert pairs_asked(None, None) == (10, 20)
+    assert pairs_asked(6, None) == (6, 6)
+    assert pairs_asked(6, 9) == (6, 9)
+    assert pairs_asked(None, 30) == (10, 30)
+    assert pairs_asked(None, 4) == (4, 4)
+    for repeat, up_to, words in (
+        (6, 3, "fewer than"),
+        (0, None, "between 1"),
+        (None, 0, "between 1"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            pairs_asked(repeat, up_to)
+    assert DecisionConfig().confirm_pairs() == (10, 20)
+    assert DecisionConfig(confirm=6).confirm_pairs() == (6, 6)
+    assert DecisionConfig(confirm=6, confirm_up_to=12).confirm_pairs() == (6, 12)
+    assert DecisionConfig(confirm_up_to=15).confirm_pairs() == (10, 15)
+    assert DecisionConfig(confirm=0, confirm_up_to=5).confirm_pairs() == (0, 0)
 
 
 def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:
@@ -171,6 +216,16 @@ def test_an_auto_campaign_says_its_rule_verifies_and_confirms(
     assert len(lines) >= runs and all("loadavg1" in line for line in lines)
 
 
+# calc.py of a version 2 better than the baseline's N = 6 on two runs in three and 3 worse
+# on the third, counted in a file of its own.
+SWING = """\
+import os
+_n = int(open("{counter}").read()) if os.path.exists("{counter}") else 0
+open("{counter}", "w").write(str(_n + 1))
+N = 9 if _n % 3 == 2 else 4
+"""
+
+
 def assert_second_look_only_where_open(data: dict[str, object], plan: tuple[int, int]) -> None:
     """The pairs taken are the first look's, and the second's only where the first look's
     own samples leave a gain open; the interval is the one those samples give."""
@@ -202,6 +257,28 @@ def test_compare_names_versions_and_refuses_what_does_not_exist(
         )
         assert looked.returncode == 0, looked.stderr
         assert_second_look_only_where_open(json.loads(looked.stdout), (3, 6))
+    # A version 2 better on two runs in three and 3 worse on the third: its first 3 pairs
+    # leave a gain open, so a second look is taken; the other way round the estimate is a
+    # loss and none is; a number of pairs given alone is exactly that many.
+    (repo / "calc.py").write_text(SWING.format(counter=tmp_path / "swing"))
+    subprocess.run(["git", "commit", "-qam", "swing"], cwd=repo, check=True)
+    swing = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    for a, b, repeat, looks in (
+        ("baseline", swing, ["--repeat", "3", "--up-to", "6"], [3, 6]),
+        (swing, "baseline", ["--repeat", "3", "--up-to", "6"], [3]),
+        ("baseline", swing, ["--repeat", "3"], [3]),
+    ):
+        found = invoke(repo, "compare", a, b, *repeat, "--json")
+        assert found.returncode == 0, found.stderr
+        data = json.loads(found.stdout)
+        assert data["looks"] == looks and data["pairs"] == looks[-1], data
+        assert len(data["a_samples"]) == len(data["b_samples"]) == looks[-1]
+        assert data["up_to"] == int(repeat[-1]) and not data["confirmed"]
+        if len(looks) > 1:
+            text = invoke(repo, "compare", a, b, *repeat).stdout
+            assert "over 6 interleaved pairs (3 more where the first 3 left a gain open)" in text
     fewer = invoke(repo, "compare", "baseline", "1", "--repeat", "6", "--up-to", "3")
     assert fewer.returncode != 0 and "--up-to 3 is fewer than --repeat 6" in fewer.stderr
     assert "Traceback" not in fewer.stderr

@@ -17,7 +17,14 @@ from autoresearch.cli.options import (
 )
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import Campaign
-from autoresearch.measure.confirm import DEFAULT_PAIRS, Outcome, compare, confirm, describe
+from autoresearch.measure.confirm import (
+    Outcome,
+    compare,
+    confirm,
+    describe,
+    pairs_asked,
+)
+from autoresearch.stats.paired import DEFAULT_PAIRS, MOST_PAIRS
 from autoresearch.views.render import safe
 
 repeat_option = click.option(
@@ -32,22 +39,10 @@ repeat_option = click.option(
 )
 up_to_option = click.option(
     "--up-to",
-    type=click.IntRange(min=1, max=2000),
+    type=click.IntRange(min=1, max=MOST_PAIRS),
     default=None,
     help="The most pairs: more are taken, up to this many, where the first leave a gain open.",
 )
-
-
-def pairs_asked(repeat: int | None, up_to: int | None) -> tuple[int, int | None]:
-    """The pairs of the first look and the most pairs, as the options ask them."""
-    if repeat is None:
-        pairs = min(DEFAULT_PAIRS, up_to) if up_to is not None else DEFAULT_PAIRS
-        return pairs, up_to if up_to is not None else 2 * DEFAULT_PAIRS
-    if up_to is not None and up_to < repeat:
-        raise click.BadParameter(
-            f"--up-to {up_to} is fewer than --repeat {repeat}: give at least as many."
-        )
-    return repeat, up_to
 
 
 def _progress(quiet: bool) -> object:
@@ -127,9 +122,7 @@ def confirm_at_end(campaign: Campaign, quiet: bool) -> None:
     from autoresearch.store.ledger import Ledger
 
     cfg = campaign.config
-    pairs = cfg.decision.confirm
-    up_to = cfg.decision.confirm_up_to
-    most = 2 * pairs if up_to is None else up_to
+    pairs, most = cfg.decision.confirm_pairs()
     records = Ledger(campaign.state_dir).read()
     if not pairs or not records or not any(r.status.name == "KEEP" for r in records):
         return

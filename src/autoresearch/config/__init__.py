@@ -34,6 +34,7 @@ from autoresearch.isolation.sandbox import DEFAULT_DENY_READ
 from autoresearch.llm import ChatSettings
 from autoresearch.scope import MIB, Caps, PathMatcher, glob_problem
 from autoresearch.stats.decide import Rule
+from autoresearch.stats.paired import pairs_asked
 
 CONFIG_FILE = "autoresearch.toml"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -161,10 +162,10 @@ class DecisionConfig(_Strict):
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
     # Interleaved pairs `run` measures at the end to confirm a noisy campaign's best (0: no).
+    # Left out, 10 and up to 20 where they leave a gain open; set alone, exactly that many.
     confirm: Int = Field(default=10, ge=0, le=1000)
-    # The most pairs that confirm takes where the first `confirm` leave a gain open
-    # (None: twice `confirm`; `confirm` or fewer: exactly `confirm`).
-    confirm_up_to: Int | None = Field(default=None, ge=0, le=2000)
+    # The most pairs that confirm takes where the first `confirm` leave a gain open.
+    confirm_up_to: Int | None = Field(default=None, ge=1, le=2000)
     # Set by the campaign from `[metric] noise = "auto"`: the estimator may follow the
     # noise's learned shape when none is configured.
     _adaptive: bool = PrivateAttr(default=False)
@@ -175,6 +176,23 @@ class DecisionConfig(_Strict):
         if isinstance(value, int | float | str):
             parse_min_delta(value)
         return value
+
+    @model_validator(mode="after")
+    def _confirm_up_to(self) -> DecisionConfig:
+        if self.confirm_up_to is not None and self.confirm and self.confirm_up_to < self.confirm:
+            raise ValueError(
+                f"confirm_up_to ({self.confirm_up_to}) is fewer than confirm ({self.confirm}): "
+                "give at least as many, or leave confirm_up_to out for exactly confirm pairs"
+            )
+        return self
+
+    def confirm_pairs(self) -> tuple[int, int]:
+        """The end-of-run confirm's first look and most pairs, read as `confirm --repeat
+        N --up-to M` reads its options (0 pairs: none)."""
+        if not self.confirm:
+            return 0, 0
+        given = "confirm" in self.model_fields_set
+        return pairs_asked(self.confirm if given else None, self.confirm_up_to)
 
     def to_rule(self) -> Rule:
         """The rule as the plain value `decide` works with."""

@@ -37,6 +37,7 @@ from autoresearch.gitcmd import Git
 from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint, harness_files
 from autoresearch.measure.tree import MeasureTree
+from autoresearch.stats import paired
 from autoresearch.stats.paired import (
     PairedGain,
     looks,
@@ -49,8 +50,17 @@ from autoresearch.store.ledger import Ledger
 from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace
 
-DEFAULT_PAIRS = 10
 CONFIRM_FILE = "confirm.json"
+
+
+def pairs_asked(
+    repeat: int | None, up_to: int | None, names: tuple[str, str] = ("--repeat", "--up-to")
+) -> tuple[int, int]:
+    """`paired.pairs_asked`, its refusal as one sentence for the user."""
+    try:
+        return paired.pairs_asked(repeat, up_to, names)
+    except ValueError as exc:
+        raise AutoresearchError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -314,12 +324,7 @@ def mcp_confirm(tools: Any) -> Callable[..., ConfirmResult]:
         recorded."""
         from autoresearch.config import load_campaign
 
-        if repeat is not None and not 1 <= repeat <= 1000:
-            raise AutoresearchError("repeat must be between 1 and 1000.")
-        if up_to is not None and not max(1, repeat or 1) <= up_to <= 2000:
-            raise AutoresearchError("up_to must be at least repeat and at most 2000.")
-        pairs = repeat or min(DEFAULT_PAIRS, up_to or DEFAULT_PAIRS)
-        most = up_to if up_to is not None or repeat is not None else 2 * DEFAULT_PAIRS
+        pairs, most = pairs_asked(repeat, up_to, ("repeat", "up_to"))
         outcome = confirm(load_campaign(tools.root, tools.config), pairs, None, most).to_json()
         return ConfirmResult(confirmed=bool(outcome.get("confirmed")), outcome=outcome)
 

@@ -120,10 +120,40 @@ def looks(pairs: int, up_to: int | None) -> tuple[int, ...]:
     return (pairs, up_to) if up_to is not None and up_to > pairs else (pairs,)
 
 
-def pairs_for(level: float = 0.95, more: bool = False) -> int:
-    """The fewest pairs whose sign-test interval covers `level` (`more`: as the first of
-    two looks, the second twice as many)."""
+def pairs_for(level: float = 0.95) -> int:
+    """The fewest pairs whose sign-test interval covers `level`."""
     n = 1
-    while plan_level((n, 2 * n) if more else (n,), level) < level:
+    while plan_level((n,), level) < level:
         n += 1
     return n
+
+
+# A measurement's pairs when none are asked for: this many, and as many more where they
+# leave a gain open; and the most it takes when asked.
+DEFAULT_PAIRS = 10
+MOST_PAIRS = 2000
+
+
+def pairs_asked(
+    repeat: int | None, up_to: int | None, names: tuple[str, str] = ("repeat", "up_to")
+) -> tuple[int, int]:
+    """The pairs of the first look and the most pairs: a number of pairs given alone is
+    exactly that many; none given, DEFAULT_PAIRS and as many more; `up_to` lets the first
+    look go on to it. `names`: how the user calls the two, for the sentence that refuses
+    them (ValueError)."""
+    name, most_name = names
+    if repeat is not None and not 1 <= repeat <= 1000:
+        raise ValueError(f"{name} must be between 1 and 1000, not {repeat}.")
+    if up_to is not None and not 1 <= up_to <= MOST_PAIRS:
+        raise ValueError(f"{most_name} must be between 1 and {MOST_PAIRS}, not {up_to}.")
+    if repeat is None:
+        if up_to is None:
+            return DEFAULT_PAIRS, 2 * DEFAULT_PAIRS
+        return min(DEFAULT_PAIRS, up_to), up_to
+    if up_to is None:
+        return repeat, repeat
+    if up_to < repeat:
+        raise ValueError(
+            f"{most_name} {up_to} is fewer than {name} {repeat}: give at least as many."
+        )
+    return repeat, up_to
