@@ -20,7 +20,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from autoresearch.stats.paired import paired_gain, worth_more
+from autoresearch.stats.paired import in_looks, paired_gain
 
 
 def signed_rank_interval(d: Sequence[float], level: float = 0.95) -> tuple[float, float]:
@@ -46,14 +46,17 @@ def sign_interval(d: Sequence[float]) -> tuple[float, float]:
 
 
 def two_looks(d: Sequence[float], more: Callable[[int], list[float]]) -> tuple[float, float, int]:
-    """The sign test's interval as `confirm` takes it by default: the pairs of `d`, then as
-    many more (`more`) where they leave a gain open, each look at 97.5%."""
-    n = len(d)
-    plan = (n, 2 * n)
-    found = paired_gain([0.0] * n, [-x for x in d], "minimize", plan=plan)
-    if worth_more(found):
-        d = [*d, *more(n)]
-        found = paired_gain([0.0] * (2 * n), [-x for x in d], "minimize", plan=plan)
+    """The sign test's interval as `confirm` takes it by default (`paired.in_looks`): the
+    pairs of `d`, then as many more (`more`) where they leave a gain open."""
+    pending: Sequence[float] | None = d
+
+    def take(count: int) -> tuple[list[float], list[float]]:
+        nonlocal pending
+        drawn = pending if pending is not None else more(count)
+        pending = None
+        return [0.0] * count, [-x for x in drawn]
+
+    _, _, found = in_looks((len(d), 2 * len(d)), "minimize", take)
     return found.low, found.high, found.pairs
 
 

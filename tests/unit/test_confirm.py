@@ -17,7 +17,7 @@ import pytest
 
 from autoresearch.config import DecisionConfig
 from autoresearch.isolation import machine
-from autoresearch.stats.paired import PairedGain, paired_gain, pairs_asked, worth_more
+from autoresearch.stats.paired import PairedGain, in_looks, paired_gain, pairs_asked, worth_more
 from conftest import Runner, ledger
 from unit.test_noise_campaigns import noisy_repo
 
@@ -41,16 +41,14 @@ def test_paired_gain_holds_its_interval_through_one_spiked_pair() -> None:
 def two_looks(
     draw: Callable[[], float], gain: float, first: int = 10, most: int = 20
 ) -> tuple[PairedGain, PairedGain]:
-    """One measurement as `confirm` takes it by default, beside the first look alone."""
-    plan = (first, most)
-    d = [gain + draw() - draw() for _ in range(first)]
-    a = [0.0] * first
-    found = paired_gain(a, [-x for x in d], "minimize", plan=plan)
-    alone = paired_gain(a, [-x for x in d], "minimize")
-    if worth_more(found):
-        d += [gain + draw() - draw() for _ in range(most - first)]
-        found = paired_gain([0.0] * most, [-x for x in d], "minimize", plan=plan)
-    return found, alone
+    """One measurement as `confirm` takes it by default (`paired.in_looks`, the procedure
+    `confirm` runs), beside its first look alone."""
+
+    def take(count: int) -> tuple[list[float], list[float]]:
+        return [0.0] * count, [-(gain + draw() - draw()) for _ in range(count)]
+
+    a, b, found = in_looks((first, most), "minimize", take)
+    return found, paired_gain(a[:first], b[:first], "minimize")
 
 
 def test_a_second_look_keeps_the_level_it_states_and_confirms_more_real_gains() -> None:
@@ -280,7 +278,7 @@ def test_compare_names_versions_and_refuses_what_does_not_exist(
             text = invoke(repo, "compare", a, b, *repeat).stdout
             assert "over 6 interleaved pairs (3 more where the first 3 left a gain open)" in text
     fewer = invoke(repo, "compare", "baseline", "1", "--repeat", "6", "--up-to", "3")
-    assert fewer.returncode != 0 and "--up-to 3 is fewer than --repeat 6" in fewer.stderr
+    assert fewer.returncode == 2 and "--up-to 3 is fewer than --repeat 6" in fewer.stderr
     assert "Traceback" not in fewer.stderr
     missing = invoke(repo, "compare", "baseline", "99")
     assert missing.returncode != 0 and "attempt 99" in missing.stderr

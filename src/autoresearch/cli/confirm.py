@@ -17,19 +17,13 @@ from autoresearch.cli.options import (
 )
 from autoresearch.cli.output import Shown, emit
 from autoresearch.config import Campaign
-from autoresearch.measure.confirm import (
-    Outcome,
-    compare,
-    confirm,
-    describe,
-    pairs_asked,
-)
-from autoresearch.stats.paired import DEFAULT_PAIRS, MOST_PAIRS
+from autoresearch.measure.confirm import Outcome, compare, confirm, describe
+from autoresearch.stats.paired import DEFAULT_PAIRS, MOST_PAIRS, MOST_REPEAT, pairs_asked
 from autoresearch.views.render import safe
 
 repeat_option = click.option(
     "--repeat",
-    type=click.IntRange(min=1, max=1000),
+    type=click.IntRange(min=1, max=MOST_REPEAT),
     default=None,
     help=(
         f"Interleaved pairs of runs (each pair runs both versions once); exactly these "
@@ -43,6 +37,14 @@ up_to_option = click.option(
     default=None,
     help="The most pairs: more are taken, up to this many, where the first leave a gain open.",
 )
+
+
+def _pairs(repeat: int | None, up_to: int | None) -> tuple[int, int]:
+    """The pairs the options ask for; a combination that cannot be is a usage error."""
+    try:
+        return pairs_asked(repeat, up_to, ("--repeat", "--up-to"))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _progress(quiet: bool) -> object:
@@ -82,7 +84,7 @@ def confirm_cmd(
 ) -> None:
     """Measure the best kept commit against the baseline in interleaved pairs: the gain
     with a confidence interval, beside the raw one the ledger recorded."""
-    pairs, most = pairs_asked(repeat, up_to)
+    pairs, most = _pairs(repeat, up_to)
     campaign = campaign_of(config_path, campaign_name)
     outcome = confirm(campaign, pairs, _progress(as_json), most)  # type: ignore[arg-type]
     _print(outcome, as_json)
@@ -108,7 +110,7 @@ def compare_cmd(
 ) -> None:
     """Measure two versions in interleaved pairs (A and B: 'baseline', 'best', an attempt
     number or a commit); B's gain over A with a confidence interval."""
-    pairs, most = pairs_asked(repeat, up_to)
+    pairs, most = _pairs(repeat, up_to)
     campaign = campaign_of(config_path, campaign_name)
     outcome = compare(campaign, a, b, pairs, _progress(as_json), most)  # type: ignore[arg-type]
     _print(outcome, as_json)

@@ -37,30 +37,19 @@ from autoresearch.gitcmd import Git
 from autoresearch.measure.evaluation import Evaluation, Evaluator
 from autoresearch.measure.integrity import Fingerprint, harness_files
 from autoresearch.measure.tree import MeasureTree
-from autoresearch.stats import paired
 from autoresearch.stats.paired import (
     PairedGain,
+    in_looks,
     looks,
-    paired_gain,
+    pairs_asked,
     pairs_for,
     percent,
-    worth_more,
 )
 from autoresearch.store.ledger import Ledger
 from autoresearch.store.summary import summarize
 from autoresearch.workspace import Workspace
 
 CONFIRM_FILE = "confirm.json"
-
-
-def pairs_asked(
-    repeat: int | None, up_to: int | None, names: tuple[str, str] = ("--repeat", "--up-to")
-) -> tuple[int, int]:
-    """`paired.pairs_asked`, its refusal as one sentence for the user."""
-    try:
-        return paired.pairs_asked(repeat, up_to, names)
-    except ValueError as exc:
-        raise AutoresearchError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -148,11 +137,11 @@ def measure_pairs(
     a: str,
     b: str,
     plan: Sequence[int],
+    direction: str,
     progress: Progress | None = None,
-    more: Callable[[list[float], list[float]], bool] = lambda a, b: True,
-) -> tuple[list[float], list[float]]:
-    """Runs of commits a and b, interleaved A B / B A / A B ..., in the looks of `plan` (the
-    pairs taken by each): after each look but the last, on only where `more` says so."""
+) -> tuple[list[float], list[float], PairedGain]:
+    """Runs of commits a and b, interleaved A B / B A / A B ..., in the looks of `plan`
+    (`paired.in_looks`); the gain at the look it stopped."""
     cfg = campaign.config
     workspace = Workspace(campaign.root, campaign.name, campaign.state_dir, list(cfg.share))
     tree = MeasureTree(
@@ -172,11 +161,13 @@ def measure_pairs(
         evaluator = Evaluator(
             campaign, workspace, executor, fingerprint, logs, lambda *_, **__: None, tree=tree
         )
-        out: dict[str, list[float]] = {a: [], b: []}
-        for look, pairs in enumerate(plan):
-            if look and not more(out[a], out[b]):
-                break
-            for i in range(len(out[a]), pairs):
+        taken = 0
+
+        def take(count: int) -> tuple[list[float], list[float]]:
+            nonlocal taken
+            out: dict[str, list[float]] = {a: [], b: []}
+            pairs = taken + count
+            for i in range(taken, pairs):
                 order = (a, b) if i % 2 == 0 else (b, a)
                 for commit in order:
                     if progress is not None:
@@ -189,7 +180,10 @@ def measure_pairs(
                             f"measuring {commit[:12]} failed: {run.reason}; see {logs}/"
                         )
                     out[commit].append(value)
-        return out[a], out[b]
+            taken = pairs
+            return out[a], out[b]
+
+        return in_looks(plan, direction, take)
     finally:
         executor.close()
         for folder in (tree.path, tree.gitdir):
@@ -213,12 +207,9 @@ def compare(
     if a.commit == b.commit:
         raise AutoresearchError(f"{a.label} and {b.label} are the same commit; name two versions.")
     plan = looks(pairs, up_to)
-
-    def more(a_samples: list[float], b_samples: list[float]) -> bool:
-        return worth_more(paired_gain(a_samples, b_samples, direction, plan=plan))
-
-    a_samples, b_samples = measure_pairs(campaign, a.commit, b.commit, plan, progress, more)
-    result = paired_gain(a_samples, b_samples, direction, plan=plan)
+    a_samples, b_samples, result = measure_pairs(
+        campaign, a.commit, b.commit, plan, direction, progress
+    )
     raw, reference = _raw(records, a, b, direction)
     return Outcome(a, b, a_samples, b_samples, result, direction, raw, reference, plan)
 
@@ -324,7 +315,10 @@ def mcp_confirm(tools: Any) -> Callable[..., ConfirmResult]:
         recorded."""
         from autoresearch.config import load_campaign
 
-        pairs, most = pairs_asked(repeat, up_to, ("repeat", "up_to"))
+        try:
+            pairs, most = pairs_asked(repeat, up_to)
+        except ValueError as exc:
+            raise AutoresearchError(str(exc)) from None
         outcome = confirm(load_campaign(tools.root, tools.config), pairs, None, most).to_json()
         return ConfirmResult(confirmed=bool(outcome.get("confirmed")), outcome=outcome)
 

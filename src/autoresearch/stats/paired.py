@@ -17,7 +17,7 @@ stop.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from autoresearch.stats.decide import gain, normal_cdf
@@ -115,6 +115,29 @@ def worth_more(found: PairedGain) -> bool:
     return not found.confirmed and found.estimate > 0
 
 
+def in_looks(
+    plan: Sequence[int],
+    direction: str,
+    take: Callable[[int], tuple[Sequence[float], Sequence[float]]],
+) -> tuple[list[float], list[float], PairedGain]:
+    """A measurement in the looks of `plan`: the first look's pairs, then each next look's
+    only where the pairs so far leave a gain open (`worth_more`). `take(n)`: n more pairs,
+    A's runs and B's. The runs of both, and the gain at the look it stopped."""
+    a: list[float] = []
+    b: list[float] = []
+    found: PairedGain | None = None
+    for pairs in plan:
+        if found is not None and not worth_more(found):
+            break
+        more_a, more_b = take(pairs - len(a))
+        a.extend(more_a)
+        b.extend(more_b)
+        found = paired_gain(a, b, direction, plan=plan)
+    if found is None:
+        raise ValueError("a measurement needs at least one look")
+    return a, b, found
+
+
 def looks(pairs: int, up_to: int | None) -> tuple[int, ...]:
     """The looks of a measurement of `pairs` pairs that may go on to `up_to`."""
     return (pairs, up_to) if up_to is not None and up_to > pairs else (pairs,)
@@ -131,6 +154,7 @@ def pairs_for(level: float = 0.95) -> int:
 # A measurement's pairs when none are asked for: this many, and as many more where they
 # leave a gain open; and the most it takes when asked.
 DEFAULT_PAIRS = 10
+MOST_REPEAT = 1000
 MOST_PAIRS = 2000
 
 
@@ -142,8 +166,8 @@ def pairs_asked(
     look go on to it. `names`: how the user calls the two, for the sentence that refuses
     them (ValueError)."""
     name, most_name = names
-    if repeat is not None and not 1 <= repeat <= 1000:
-        raise ValueError(f"{name} must be between 1 and 1000, not {repeat}.")
+    if repeat is not None and not 1 <= repeat <= MOST_REPEAT:
+        raise ValueError(f"{name} must be between 1 and {MOST_REPEAT}, not {repeat}.")
     if up_to is not None and not 1 <= up_to <= MOST_PAIRS:
         raise ValueError(f"{most_name} must be between 1 and {MOST_PAIRS}, not {up_to}.")
     if repeat is None:
