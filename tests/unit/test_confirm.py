@@ -277,6 +277,18 @@ def test_compare_names_versions_and_refuses_what_does_not_exist(
         if len(looks) > 1:
             text = invoke(repo, "compare", a, b, *repeat).stdout
             assert "over 6 interleaved pairs (3 more where the first 3 left a gain open)" in text
+    # Both looks ran in the engine's own folder: the checkout is the commit, byte for byte,
+    # and no measurement folder is left behind.
+    assert (repo / "calc.py").read_text() == SWING.format(counter=tmp_path / "swing")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert status == ""
+    assert not list((repo / ".autoresearch" / "n").glob("confirm-*"))
     fewer = invoke(repo, "compare", "baseline", "1", "--repeat", "6", "--up-to", "3")
     assert fewer.returncode == 2 and "--up-to 3 is fewer than --repeat 6" in fewer.stderr
     assert "Traceback" not in fewer.stderr
