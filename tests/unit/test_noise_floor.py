@@ -143,6 +143,58 @@ def test_a_metric_whose_runs_tie_is_not_judged_as_exact() -> None:
     assert gains >= 9, f"a gain of three digits kept in {gains} of 10 campaigns"
 
 
+def ticks(rng: random.Random, level: float) -> float:
+    """A timing read from a clock that ticks every 4 ms, printed to the ms (three places in
+    seconds): the run's own noise is about one tick, so most runs of the same code land on
+    one of three ticks, and every value is a multiple of 0.004 though it reads to 0.001."""
+    return round(round(level * (1.0 + rng.gauss(0.0, 0.03)) / 0.004) * 0.004, 3)
+
+
+@pytest.mark.parametrize("noise", ["auto", "symmetric"])
+def test_runs_on_a_coarser_grid_than_their_digits_are_not_judged_exact(noise: str) -> None:
+    """The promise: on a timing whose runs sit on 4 ms ticks though printed to the ms, a
+    null candidate is not kept for the tick it happened to gain, and a gain of three ticks
+    is. Taking the last digit for the step left runs one tick apart as spikes of each
+    other, a spread far below the noise, and under `noise = "symmetric"` kept 7 null
+    candidates of 120."""
+    nulls_kept = 0
+    nulls = 0
+    gains = 0
+    for seed in range(10):
+        rng = random.Random(300 + seed)
+        live = SampleBook(rule(noise, "minimize"), "minimize")
+        live.baseline("b", [ticks(rng, 0.132) for _ in range(4)])
+        incumbent = "b"
+        level = 0.132
+        for i in range(12):
+            nulls += 1
+            verdict, _, _ = drive(
+                live, incumbent, f"n{i}", runs(ticks, rng, level), runs(ticks, rng, level)
+            )
+            if verdict is Verdict.KEEP:
+                nulls_kept += 1
+                incumbent = f"n{i}"
+        verdict, _, _ = drive(
+            live, incumbent, "gain", runs(ticks, rng, level - 0.012), runs(ticks, rng, level)
+        )
+        gains += verdict is Verdict.KEEP
+    assert nulls_kept <= 0.05 * nulls, f"{nulls_kept} of {nulls} null candidates kept"
+    assert gains >= 8, f"a gain of three ticks kept in {gains} of 10 campaigns"
+
+
+def test_the_grid_is_read_from_enough_values() -> None:
+    # Every value a multiple of 4 ms, five distinct: the step is the tick.
+    assert robust.tied_resolution([[0.132, 0.132, 0.136], [0.128, 0.124, 0.14]]) == (
+        pytest.approx(0.004)
+    )
+    # An offset grid: 2 units apart from 99, not from 0.
+    assert robust.grid([99.0, 101.0, 103.0, 97.0, 105.0], 1.0) == 2.0
+    # Four values on even units happen by chance one time in eight: the printed digit.
+    assert robust.tied_resolution([[98.0, 100.0, 100.0, 102.0], [96.0]]) == 1.0
+    # One value off the grid: the digit.
+    assert robust.grid([98.0, 100.0, 102.0, 104.0, 105.0], 1.0) == 1.0
+
+
 def test_the_spread_of_two_agreeing_runs_is_floored_by_the_others() -> None:
     for estimator in ("time", "robust"):
         found = robust.robust_sigma([AGREEING_BASELINE], estimator, "minimize")

@@ -187,10 +187,12 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # printed to few digits, `robust.FLOOR_SHARE`, `robust.tied_resolution`; 14: the
 # interleaved pairs' own spread for a candidate whose runs vary more than the incumbent's,
 # `pair_spread`; 15: where runs are judged after their own version, a later first keep
-# is chosen only where it detects clearly smaller gains, `noise_model.LATER_KEEP_MARGIN`).
+# is chosen only where it detects clearly smaller gains, `noise_model.LATER_KEEP_MARGIN`;
+# 16: runs that tie are read on the coarsest grid all the campaign's values sit on, not
+# only their last digit, `robust.grid`).
 # `verify` holds a record to today's rule only when today's judge wrote it, and the
 # calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 15
+JUDGE_VERSION = 16
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0

@@ -280,15 +280,41 @@ def robust_sigma(
 
 
 def tied_resolution(groups: Sequence[Sequence[float]]) -> float:
-    """The unit of the last printed digit of runs that tie though they differ (a metric
-    printed to few digits, a count), 0 where no version's runs tie. Such runs are noisy at
-    least by their rounding (the unit over sqrt(12)), and runs a unit apart are neighbours,
-    not spikes: without this, three tied runs of four leave every robust spread at 0, and a
-    noisy metric would be judged as an exact one."""
+    """The step between the values runs can take where runs tie though they differ (a
+    metric printed to few digits, a count, a clock that ticks coarsely), 0 where no
+    version's runs tie. Such runs are noisy at least by their rounding (the step over
+    sqrt(12)), and runs a step apart are neighbours, not spikes: without this, three tied
+    runs of four leave every robust spread at 0, and a noisy metric would be judged as an
+    exact one. The step is the last printed digit's unit, or the coarser grid every value
+    sits on (`grid`)."""
     for group in groups:
         if 1 < len(set(group)) < len(group):
-            return min(resolution(x) for group in groups for x in group)
+            values = [x for group in groups for x in group]
+            unit = min(resolution(x) for x in values)
+            return grid(values, unit)
     return 0.0
+
+
+# Distinct values needed before runs are taken to sit on a grid coarser than their last
+# digit: three values on multiples of 2 units happen by chance one time in four, five one
+# time in sixteen.
+GRID_VALUES = 5
+
+
+def grid(values: Sequence[float], unit: float) -> float:
+    """The coarsest step, a whole number of `unit`s, that every one of `values` sits on
+    (a metric printed to 2 units, a timer that ticks every 4 ms read to the ms): the
+    greatest common divisor of their differences, once GRID_VALUES distinct values show it;
+    `unit` otherwise."""
+    if unit <= 0:
+        return unit
+    counts = sorted({round(x / unit) for x in values if math.isfinite(x)})
+    if len(counts) < GRID_VALUES:
+        return unit
+    step = 0
+    for count in counts[1:]:
+        step = math.gcd(step, count - counts[0])
+    return unit * max(step, 1)
 
 
 @lru_cache(maxsize=4096)
