@@ -289,7 +289,7 @@ def tied_resolution(groups: Sequence[Sequence[float]]) -> float:
     sits on (`grid`)."""
     for group in groups:
         if 1 < len(set(group)) < len(group):
-            values = [x for group in groups for x in group]
+            values = [x for version in groups for x in version]
             unit = min(resolution(x) for x in values)
             return grid(values, unit)
     return 0.0
