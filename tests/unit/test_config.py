@@ -35,7 +35,7 @@ CASES = [
     (campaign_toml(**{"decision.confirm_up_to": 0}), "decision.confirm_up_to"),
     (
         campaign_toml(**{"decision.confirm": 10, "decision.confirm_up_to": 6}),
-        "confirm_up_to (6) is fewer than confirm (10)",
+        "confirm_up_to 6 is fewer than confirm 10",
     ),
     (campaign_toml(surprise="x"), "surprise"),
     (campaign_toml(harness=["calc.py"]), "both in scope and in harness"),

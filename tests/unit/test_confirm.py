@@ -129,6 +129,8 @@ def test_a_number_of_pairs_given_alone_is_exactly_that_many() -> None:
     assert DecisionConfig(confirm=6, confirm_up_to=12).confirm_pairs() == (6, 12)
     assert DecisionConfig(confirm_up_to=15).confirm_pairs() == (10, 15)
     assert DecisionConfig(confirm=0, confirm_up_to=5).confirm_pairs() == (0, 0)
+    # `confirm_up_to` alone below the default first look reads as `--up-to 5` alone.
+    assert DecisionConfig(confirm_up_to=5).confirm_pairs() == (5, 5)
 
 
 def test_an_interval_says_the_coverage_it_has_with_few_pairs() -> None:

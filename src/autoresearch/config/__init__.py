@@ -34,7 +34,7 @@ from autoresearch.isolation.sandbox import DEFAULT_DENY_READ
 from autoresearch.llm import ChatSettings
 from autoresearch.scope import MIB, Caps, PathMatcher, glob_problem
 from autoresearch.stats.decide import Rule
-from autoresearch.stats.paired import pairs_asked
+from autoresearch.stats.paired import DEFAULT_PAIRS, MOST_PAIRS, MOST_REPEAT, pairs_asked
 
 CONFIG_FILE = "autoresearch.toml"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -163,9 +163,9 @@ class DecisionConfig(_Strict):
     simplicity: bool | SimplicityConfig = False  # a gain must pay for its diff size
     # Interleaved pairs `run` measures at the end to confirm a noisy campaign's best (0: no).
     # Left out, 10 and up to 20 where they leave a gain open; set alone, exactly that many.
-    confirm: Int = Field(default=10, ge=0, le=1000)
+    confirm: Int = Field(default=DEFAULT_PAIRS, ge=0, le=MOST_REPEAT)
     # The most pairs that confirm takes where the first `confirm` leave a gain open.
-    confirm_up_to: Int | None = Field(default=None, ge=1, le=2000)
+    confirm_up_to: Int | None = Field(default=None, ge=1, le=MOST_PAIRS)
     # Set by the campaign from `[metric] noise = "auto"`: the estimator may follow the
     # noise's learned shape when none is configured.
     _adaptive: bool = PrivateAttr(default=False)
@@ -179,11 +179,10 @@ class DecisionConfig(_Strict):
 
     @model_validator(mode="after")
     def _confirm_up_to(self) -> DecisionConfig:
-        if self.confirm_up_to is not None and self.confirm and self.confirm_up_to < self.confirm:
-            raise ValueError(
-                f"confirm_up_to ({self.confirm_up_to}) is fewer than confirm ({self.confirm}): "
-                "give at least as many, or leave confirm_up_to out for exactly confirm pairs"
-            )
+        try:
+            self.confirm_pairs()  # refuses what `confirm --repeat N --up-to M` refuses
+        except ValueError as exc:
+            raise ValueError(str(exc).rstrip(".")) from None  # the loader ends the sentence
         return self
 
     def confirm_pairs(self) -> tuple[int, int]:
@@ -192,7 +191,9 @@ class DecisionConfig(_Strict):
         if not self.confirm:
             return 0, 0
         given = "confirm" in self.model_fields_set
-        return pairs_asked(self.confirm if given else None, self.confirm_up_to)
+        return pairs_asked(
+            self.confirm if given else None, self.confirm_up_to, ("confirm", "confirm_up_to")
+        )
 
     def to_rule(self) -> Rule:
         """The rule as the plain value `decide` works with."""

@@ -305,9 +305,7 @@ def grid(values: Sequence[float], unit: float) -> float:
     """The coarsest step, a whole number of `unit`s, that every one of `values` sits on
     (a metric printed to 2 units, a timer that ticks every 4 ms read to the ms): the
     greatest common divisor of their differences, once GRID_VALUES distinct values show it;
-    `unit` otherwise."""
-    if unit <= 0:
-        return unit
+    `unit` (> 0, a printed digit's) otherwise."""
     counts = sorted({round(x / unit) for x in values if math.isfinite(x)})
     if len(counts) < GRID_VALUES:
         return unit
