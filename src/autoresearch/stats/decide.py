@@ -81,7 +81,9 @@ class Rule:
     # While `noise = "auto"` has not yet measured carry-over (under `carry`): a candidate
     # dropped after its own run is dropped after one more run of the incumbent, which says
     # how much of a worse version a run carries, the candidates most often dropped being
-    # the worse ones. The verdict is the same, so the calibration is `carry`'s.
+    # the worse ones; and a candidate whose first run, right after the incumbent's, is
+    # clearly worse is dropped there (`PROBE_SCREEN_Z`). The calibration is `carry`'s,
+    # which the added drop can only make stricter.
     probe: bool = False
 
     def __post_init__(self) -> None:
@@ -189,10 +191,11 @@ def samples_needed(rule: Rule | RuleSource) -> int:
 # `pair_spread`; 15: where runs are judged after their own version, a later first keep
 # is chosen only where it detects clearly smaller gains, `noise_model.LATER_KEEP_MARGIN`;
 # 16: runs that tie are read on the coarsest grid all the campaign's values sit on, not
-# only their last digit, `robust.grid`).
+# only their last digit, `robust.grid`; 17: while a campaign probes for carry-over, a
+# candidate whose first run is clearly worse is dropped there, `PROBE_SCREEN_Z`).
 # `verify` holds a record to today's rule only when today's judge wrote it, and the
 # calibrated boundaries are cached per judge version.
-JUDGE_VERSION = 16
+JUDGE_VERSION = 17
 # Under `states`, a folded gain within 1/STATE_NEAR of a state is read as it folds; a
 # larger one waits for the interleaved pairs to say which state it is in.
 STATE_NEAR = 3.0
@@ -217,6 +220,13 @@ PAIR_SCATTER_QUANTILE = 0.95
 # Under `Rule.carry`, the runs of one side taken in a row: the first follows the other
 # side's and is not judged, so a block of three judges two runs in three.
 CARRY_BLOCK = 3
+# Under `Rule.probe`, how far below zero the z of the candidate's first run (right after
+# the incumbent's, so carrying at most the incumbent's level) must be for it to drop the
+# candidate: clearly worse, so that a real gain whose first run a burst or a switch of
+# version slows is rarely lost, while the clearly worse changes, most of those dropped,
+# cost two runs instead of a block and the held run. At -2 the probe dropped more but
+# lasted longer (its readings come from the blocks) and took more runs on every shape measured.
+PROBE_SCREEN_Z = -3.0
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -880,6 +890,8 @@ class Comparison:
             # next run of its side and is not judged.
             self.runs.append((side, value, False))
             self._next = self._carry_following()
+            if self.rule.probe and side is Side.CANDIDATE and not self.candidate:
+                return self._screen_first(value)
             return None
         if side is Side.INCUMBENT:
             self.fresh.append(value)
@@ -913,6 +925,25 @@ class Comparison:
             self._next = self._following()
         else:
             self._next = Side.CANDIDATE
+        return look
+
+    def _screen_first(self, value: float) -> Look | None:
+        """While the campaign probes for carry-over (`Rule.probe`), the candidate's first
+        run, right after the incumbent's, is judged as a first run is where every run is
+        judged, and a drop there with z at most PROBE_SCREEN_Z is held for the incumbent
+        run the probe asks; anything else is forgotten and the block goes on. A run can
+        carry at most the incumbent's level, so a candidate that looks clearly worse after
+        it is worse still; the added way to be dropped can only lower how often a
+        candidate that is not better is kept, and the boundary, `carry`'s, still holds."""
+        self.candidate.append(value)
+        verdict, look = self._judge()
+        clearly = look is not None and look.z is not None and look.z <= PROBE_SCREEN_Z
+        if verdict is not Verdict.DISCARD or not clearly:
+            self.candidate.clear()
+            return None
+        self.look = look
+        self._held = verdict
+        self._next = Side.INCUMBENT
         return look
 
     def _first(self) -> Side:
