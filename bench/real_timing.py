@@ -156,6 +156,11 @@ network = "off"
 
 def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    # The campaign runs in its own folder: a relative PYTHONPATH (`PYTHONPATH=src`, to time
+    # a checkout other than the installed one) must name the same code there.
+    if env.get("PYTHONPATH"):
+        parts = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in parts if p)
     return subprocess.run(
         [sys.executable, "-m", "autoresearch", *args],
         cwd=repo,
