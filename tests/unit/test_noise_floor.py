@@ -195,6 +195,20 @@ def test_the_grid_is_read_from_enough_values() -> None:
     assert robust.grid([98.0, 100.0, 102.0, 104.0, 105.0], 1.0) == 1.0
 
 
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [5e-324, 5e-324, 1.0, 2.0],  # a least digit that underflows to 0
+        [1.2345678901234567e-300] * 2 + [100.0, 200.0, 300.0, 400.0, 500.0],  # 1e318 digits
+    ],
+)
+def test_ties_at_the_floats_extremes_are_judged_not_raised(runs: list[float]) -> None:
+    """A metric's runs may be any float it prints: the rounding read from them never
+    divides by zero or counts past the floats' range, and the noise is still estimated."""
+    assert robust.tied_resolution([runs]) >= 0.0
+    assert robust.robust_sigma([runs], "robust", "minimize") is not None
+
+
 def test_the_spread_of_two_agreeing_runs_is_floored_by_the_others() -> None:
     for estimator in ("time", "robust"):
         found = robust.robust_sigma([AGREEING_BASELINE], estimator, "minimize")

@@ -305,8 +305,12 @@ def grid(values: Sequence[float], unit: float) -> float:
     """The coarsest step, a whole number of `unit`s, that every one of `values` sits on
     (a metric printed to 2 units, a timer that ticks every 4 ms read to the ms): the
     greatest common divisor of their differences, once GRID_VALUES distinct values show it;
-    `unit` (> 0, a printed digit's) otherwise."""
-    counts = sorted({round(x / unit) for x in values if math.isfinite(x)})
+    `unit` otherwise."""
+    if unit <= 0:  # the least digit of 5e-324 underflows: no grid to read
+        return unit
+    # A value too many units from zero to count (a digit of 1e-300 beside runs of 100) is
+    # on every grid of that digit: it says nothing of a coarser one.
+    counts = sorted({round(q) for x in values if math.isfinite(q := x / unit)})
     if len(counts) < GRID_VALUES:
         return unit
     step = 0
