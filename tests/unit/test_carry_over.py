@@ -285,13 +285,9 @@ def _probed(first: float) -> tuple[Verdict, list[tuple[Side, bool]]]:
     )
     reference = [100.0, 100.5, 99.5, 100.2, 99.8, 100.1]
     test = Comparison(rule, "minimize", reference, Noise(0.5, 100), 6, efficacy=2.5)
-    later = iter([100.2] * 20)
-    candidate = iter([first])
+    candidate = iter([first, *[100.2] * 20])
     while isinstance(side := test.next(), Side):
-        if side is Side.INCUMBENT:
-            test.add(100.0)
-        else:
-            test.add(next(candidate, None) or next(later))
+        test.add(100.0 if side is Side.INCUMBENT else next(candidate))
     return test.verdict, [(s, f) for s, _, f in test.taken]
 
 

@@ -935,12 +935,11 @@ class Comparison:
         carry at most the incumbent's level, so a candidate that looks clearly worse after
         it is worse still; the added way to be dropped can only lower how often a
         candidate that is not better is kept, and the boundary, `carry`'s, still holds."""
-        self.candidate.append(value)
-        verdict, look = self._judge()
+        verdict, look = self._judge([value])
         clearly = look is not None and look.z is not None and look.z <= PROBE_SCREEN_Z
         if verdict is not Verdict.DISCARD or not clearly:
-            self.candidate.clear()
             return None
+        self.candidate.append(value)
         self.look = look
         self._held = verdict
         self._next = Side.INCUMBENT
@@ -1105,13 +1104,14 @@ class Comparison:
             taken[side] += 1
         return taken[Side.CANDIDATE], taken[Side.INCUMBENT]
 
-    def _judge(self) -> tuple[Verdict, Look | None]:
+    def _judge(self, candidate: Sequence[float] | None = None) -> tuple[Verdict, Look | None]:
+        """The verdict on the candidate's judged runs, or on `candidate` in their place."""
         reference, fresh, carried = self.compared()
         return judge(
             self.rule,
             self.direction,
             reference,
-            self.candidate,
+            self.candidate if candidate is None else candidate,
             fresh,
             self.noise(),
             carried,
