@@ -18,82 +18,44 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import random
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from autoresearch.stats.decide import Rule, Side, Verdict
+from autoresearch.stats.decide import Rule, Verdict
 from autoresearch.stats.sample_book import SampleBook
+from autoresearch.testing.comparisons import drive
+from carry_readings import Machine, Shape, States, Wandering
 
 AUTO = Rule("auto", max_samples=8, confidence=0.95, estimator="robust", adaptive=True)
 
-
-def gaussian(seed: int) -> Iterator[float]:
-    rng = random.Random(seed)
-    while True:
-        yield 100.0 + rng.gauss(0.0, 1.0)
-
-
-def wandering(sd: float) -> Callable[[int], Iterator[float]]:
-    """A speed that wanders (AR(1), 0.9 a run, standard deviation `sd` %), Gaussian 1%."""
-
-    def machine(seed: int) -> Iterator[float]:
-        rng, speed = random.Random(seed), 0.0
-        while True:
-            speed = 0.9 * speed + rng.gauss(0.0, sd * math.sqrt(1 - 0.81))
-            yield 100.0 + speed + rng.gauss(0.0, 1.0)
-
-    return machine
-
-
-def states(gap: float, runs: float) -> Callable[[int], Iterator[float]]:
-    """Two speeds `gap` % apart, each lasting `runs` runs on average, Gaussian 1%."""
-
-    def machine(seed: int) -> Iterator[float]:
-        rng, slow = random.Random(seed), False
-        while True:
-            if rng.random() < 1.0 / runs:
-                slow = not slow
-            yield 100.0 * (1 + gap / 100 if slow else 1.0) + rng.gauss(0.0, 1.0)
-
-    return machine
-
-
-MACHINES: dict[str, Callable[[int], Iterator[float]]] = {
-    "Gaussian 1%": gaussian,
-    "wandering speed, sd 2%": wandering(2.0),
-    "wandering speed, sd 5%": wandering(5.0),
-    "two speeds 15% apart, lasting 20 runs": states(15.0, 20.0),
+# Runs about a level of 100 with Gaussian noise of 1, and what the machine adds (in the
+# same units, so a percent of the level).
+MACHINES: dict[str, Callable[[], Shape]] = {
+    "Gaussian 1%": lambda: lambda last, now, rng: 0.0,
+    "wandering speed, sd 2%": lambda: Wandering(2.0),
+    "wandering speed, sd 5%": lambda: Wandering(5.0),
+    "two speeds 15% apart, lasting 20 runs": lambda: States(15.0, 20.0),
 }
 
 
-def campaign(machine: Iterator[float], attempts: int) -> float | None:
+def campaign(machine: Machine, attempts: int) -> float | None:
     """The noise estimate after `attempts` null candidates (None: the book has none)."""
     book = SampleBook(AUTO, "minimize")
-    book.baseline("c0", [next(machine) for _ in range(4)])
+    book.baseline("c0", [machine.run(100.0) for _ in range(4)])
     incumbent = "c0"
     for i in range(1, attempts + 1):
-        test = book.comparison(incumbent)
-        candidate: list[float] = []
-        while isinstance(side := test.next(), Side):
-            value = next(machine)
-            if side is Side.INCUMBENT:
-                book.remeasured(incumbent, value)
-            else:
-                candidate.append(value)
-            test.add(value)
-        book.measured(f"c{i}", candidate, incumbent, test.taken)
-        if test.verdict is Verdict.KEEP:
-            book.kept(f"c{i}")
+        verdict, _, _ = drive(
+            book, incumbent, f"c{i}", lambda: machine.run(100.0), lambda: machine.run(100.0)
+        )
+        if verdict is Verdict.KEEP:
             incumbent = f"c{i}"
     noise = book.comparison(incumbent).noise()
     return None if noise is None else noise.sigma
 
 
-def machine_noise(make: Callable[[int], Iterator[float]], seed: int) -> tuple[float, float]:
+def machine_noise(machine: Machine) -> tuple[float, float]:
     """One run's noise against the run before it, and against the long-run mean."""
-    runs = make(seed)
-    values = [next(runs) for _ in range(20_000)]
+    values = [machine.run(100.0) for _ in range(20_000)]
     steps = [b - a for a, b in itertools.pairwise(values)]
     return statistics.pstdev(steps) / math.sqrt(2), statistics.pstdev(values)
 
@@ -103,11 +65,13 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=6)
     parser.add_argument("--attempts", type=int, default=30)
     args = parser.parse_args()
+    if args.campaigns < 1 or args.attempts < 1:
+        parser.error("--campaigns and --attempts take a whole number of at least 1")
     print("machine                                 estimate (min-max)    neighbours  long run")
     for name, make in MACHINES.items():
-        estimates = (campaign(make(seed), args.attempts) for seed in range(args.campaigns))
-        found = [sigma for sigma in estimates if sigma]
-        neighbours, long_run = machine_noise(make, 10_000)
+        machines = (Machine(seed, make()) for seed in range(args.campaigns))
+        found = [s for s in (campaign(m, args.attempts) for m in machines) if s is not None]
+        neighbours, long_run = machine_noise(Machine(10_000, make()))
         spread = "none"
         if found:
             spread = f"{statistics.fmean(found):.2f} ({min(found):.2f}-{max(found):.2f})"

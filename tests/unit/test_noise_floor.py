@@ -17,7 +17,7 @@ from autoresearch.stats import robust
 from autoresearch.stats.consistency_table import TABLE
 from autoresearch.stats.decide import Rule, Verdict
 from autoresearch.stats.sample_book import SampleBook
-from comparisons import drive
+from autoresearch.testing.comparisons import drive
 
 
 def rule(noise: str, direction: str) -> Rule:

@@ -21,9 +21,10 @@ from autoresearch.engine import Engine
 from autoresearch.events import Noted
 from autoresearch.proposers.base import Proposal
 from autoresearch.stats import noise_model
-from autoresearch.stats.decide import Rule, Side, Start, Verdict, sequential_bounds
+from autoresearch.stats.decide import Rule, Start, Verdict, sequential_bounds
 from autoresearch.stats.noise_model import Shape, densest_half, residuals
 from autoresearch.stats.sample_book import SampleBook, switch_text
+from autoresearch.testing.comparisons import drive
 from autoresearch.views.status import campaign_status
 from campaigns import campaign_toml
 from conftest import make_repo, upper_bound
@@ -80,21 +81,17 @@ def null_campaign(
     book.baseline("c0", [run("c0", next(noise)) for _ in range(4)])
     incumbent, keeps = "c0", 0
     for i in range(1, attempts + 1):
-        test = book.comparison(incumbent)
-        candidate: list[float] = []
-        while isinstance(side := test.next(), Side):
-            if side is Side.INCUMBENT:
-                value = run(incumbent, next(noise))
-                book.remeasured(incumbent, value)
-            else:
-                value = run(f"c{i}", next(noise))
-                candidate.append(value)
-            test.add(value)
-        book.measured(f"c{i}", candidate, incumbent, test.taken)
-        if test.verdict is Verdict.KEEP:
+        commit = f"c{i}"
+        verdict, _, _ = drive(
+            book,
+            incumbent,
+            commit,
+            lambda commit=commit: run(commit, next(noise)),
+            lambda incumbent=incumbent: run(incumbent, next(noise)),
+        )
+        if verdict is Verdict.KEEP:
             keeps += 1
-            book.kept(f"c{i}")
-            incumbent = f"c{i}"
+            incumbent = commit
     return keeps
 
 

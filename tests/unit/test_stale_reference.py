@@ -16,7 +16,7 @@ from autoresearch.config import DecisionConfig
 from autoresearch.stats import sample_book
 from autoresearch.stats.decide import Side, Verdict
 from autoresearch.stats.sample_book import REFERENCE_HORIZON, UNMEASURED_COMPARISONS, SampleBook
-from comparisons import drive
+from autoresearch.testing.comparisons import drive
 
 
 class Machine:

@@ -5,4 +5,6 @@ kind saying how to build it against a stand-in tool; `executor_suite` does the s
 executors with `EXECUTORS`. The checks are plain functions that raise AssertionError, so
 importing them needs no test framework; a test module parametrizes over the lists (see
 tests/conformance/). A new kind gets the suite by adding one entry to its list.
+`comparisons.drive` runs one comparison of the judge as the evaluator drives it, for tests
+and benches of the judge in process.
 """
