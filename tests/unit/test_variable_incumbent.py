@@ -3,7 +3,7 @@ comparison meets, and so are the changes made on top of it: their runs vary as m
 neither side varies more than the other (`decide.varies_more`). The campaign's noise is
 pooled over every version, the quieter ones before it too, so until the noisier versions
 outweigh them it reads too small and chance gains look real. A known limit
-(docs/sequential.md, "A noisier kept version, read two ways: measured, not adopted"):
+(docs/sequential.md, "A noisier kept version, read three ways: measured, not adopted"):
 the test below holds the promise it breaks, and passes once the judge keeps it."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def kept(times: float, known: int) -> int:
 @pytest.mark.xfail(
     strict=True,
     reason="a known limit: the noise is the pool's while both sides vary more "
-    "(docs/sequential.md, 'A noisier kept version, read two ways: measured, not adopted')",
+    "(docs/sequential.md, 'A noisier kept version, read three ways: measured, not adopted')",
 )
 @pytest.mark.parametrize("known", [4, 8])
 def test_null_changes_on_a_kept_noisier_version_are_seldom_kept(known: int) -> None:
