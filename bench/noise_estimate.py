@@ -25,6 +25,7 @@ from autoresearch.stats.decide import Rule, Verdict
 from autoresearch.stats.sample_book import SampleBook
 from autoresearch.testing.comparisons import drive
 from carry_readings import Machine, Shape, States, Wandering
+from decisions import positive
 
 AUTO = Rule("auto", max_samples=8, confidence=0.95, estimator="robust", adaptive=True)
 
@@ -62,11 +63,9 @@ def machine_noise(machine: Machine) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--campaigns", type=int, default=6)
-    parser.add_argument("--attempts", type=int, default=30)
+    parser.add_argument("--campaigns", type=positive, default=6)
+    parser.add_argument("--attempts", type=positive, default=30)
     args = parser.parse_args()
-    if args.campaigns < 1 or args.attempts < 1:
-        parser.error("--campaigns and --attempts take a whole number of at least 1")
     print("machine                                 estimate (min-max)    neighbours  long run")
     for name, make in MACHINES.items():
         machines = (Machine(seed, make()) for seed in range(args.campaigns))
